@@ -1,0 +1,179 @@
+"""Plain data that leaves the grader: test, exercise and submission results.
+
+These dataclasses are what `result.json` holds (see the attention contract), what the
+HTML and CSV writers read, and what `grader report` re-reads to apply overrides. They
+never hold live objects: only str, numbers, bools, lists and dicts.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+class Status(str, enum.Enum):
+    """An exercise's outcome (and a test's, where `passed`/`failed` say too little)."""
+
+    PASSED = "passed"
+    PARTIAL = "partial"
+    FAILED = "failed"
+    ERROR = "error"
+    TIMEOUT = "timeout"
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Numbers or pictures that show *why* a test failed, for the report.
+
+    `kind` is one of:
+    - "mismatch": data = {what, max_abs_error, index, expected, got, expected_slice, got_slice}
+    - "heatmaps": data = {title, panels: [{label, matrix: [[float]], masked: [[bool]] | None}]}
+    - "traceback": data = {title, text}
+    - "note": data = {text}
+    """
+
+    kind: str
+    data: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class TestResult:
+    name: str
+    """What was checked, in plain words (a test's docstring, or a question's prompt)."""
+    score: float
+    max_score: float
+    passed: bool
+    message: str = ""
+    """What happened and, where it failed, the likely bug."""
+    outcome: str = "passed"
+    """passed | failed | error | timeout: `error` is the student's code crashing or the
+    child dying, `timeout` a limit reached; `failed` an assertion that did not hold."""
+    visibility: str = "visible"
+    """visible | message_only | hidden (see the assignment YAML)."""
+    test_id: str = ""
+    """Stable id: `file.py::function` for tests, `question:<id>` for answers."""
+    evidence: tuple[Evidence, ...] = ()
+    duration_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class ExerciseResult:
+    id: str
+    score: float
+    max_score: float
+    status: Status
+    tests: tuple[TestResult, ...]
+    title: str = ""
+    message: str = ""
+    """Exercise-wide message, e.g. why nothing could run."""
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """What produced a result, so a regrade can be told apart and reproduced."""
+
+    grader_version: str
+    assignment: str
+    assignment_version: str
+    assignment_digest: str
+    submission_digest: str
+    torch_version: str
+    python_version: str
+    device: str
+    seed: int
+    sandbox: str
+    graded_at: str
+    duration_s: float
+
+
+@dataclass(frozen=True)
+class LoadReport:
+    """How the submission was read and run before the tests."""
+
+    kind: str
+    """module | notebook | none"""
+    files: tuple[str, ...] = ()
+    notices: tuple[str, ...] = ()
+    """Plain-word notes for the student: both files present, a cell raised, ..."""
+    cell_errors: tuple[dict[str, Any], ...] = ()
+    """[{cell: int (1-based code cell number), index: int, ename, evalue, traceback}]"""
+    stdout: str = ""
+    stdout_truncated: bool = False
+
+
+@dataclass(frozen=True)
+class SubmissionResult:
+    student: str
+    assignment: str
+    score: float
+    max_score: float
+    exercises: tuple[ExerciseResult, ...]
+    load: LoadReport = field(default_factory=lambda: LoadReport(kind="none"))
+    provenance: Provenance | None = None
+    gradable: bool = True
+    """False when the *grader* failed (a bug of ours, a broken assignment): such a
+    result is not a zero for the student and is flagged in the overview."""
+
+    def exercise(self, exercise_id: str) -> ExerciseResult:
+        for ex in self.exercises:
+            if ex.id == exercise_id:
+                return ex
+        raise KeyError(exercise_id)
+
+
+def to_json_dict(result: SubmissionResult) -> dict[str, Any]:
+    """The `result.json` document: the contract's keys first, then ours."""
+    doc = asdict(result)
+    doc["exercises"] = [_exercise_doc(ex) for ex in result.exercises]
+    ordered = {k: doc[k] for k in ("student", "assignment", "score", "max_score", "exercises")}
+    ordered.update({k: v for k, v in doc.items() if k not in ordered})
+    return ordered
+
+
+def _exercise_doc(ex: ExerciseResult) -> dict[str, Any]:
+    doc = asdict(ex)
+    doc["status"] = ex.status.value
+    return doc
+
+
+def from_json_dict(doc: dict[str, Any]) -> SubmissionResult:
+    """Inverse of `to_json_dict` (used by `grader report` and resumption)."""
+    exercises = tuple(
+        ExerciseResult(
+            id=e["id"],
+            score=e["score"],
+            max_score=e["max_score"],
+            status=Status(e["status"]),
+            title=e.get("title", ""),
+            message=e.get("message", ""),
+            tests=tuple(
+                TestResult(
+                    **{k: v for k, v in t.items() if k != "evidence"},
+                    evidence=tuple(Evidence(**ev) for ev in t.get("evidence", ())),
+                )
+                for t in e["tests"]
+            ),
+        )
+        for e in doc["exercises"]
+    )
+    load = doc.get("load") or {"kind": "none"}
+    load = LoadReport(
+        **{
+            **load,
+            "files": tuple(load.get("files", ())),
+            "notices": tuple(load.get("notices", ())),
+            "cell_errors": tuple(load.get("cell_errors", ())),
+        }
+    )
+    prov = doc.get("provenance")
+    return SubmissionResult(
+        student=doc["student"],
+        assignment=doc["assignment"],
+        score=doc["score"],
+        max_score=doc["max_score"],
+        exercises=exercises,
+        load=load,
+        provenance=Provenance(**prov) if prov else None,
+        gradable=doc.get("gradable", True),
+    )
