@@ -1,0 +1,4 @@
+"""grader: sandboxed autograding for PyTorch exercises."""
+
+__version__ = "0.1.0"
+__all__ = ["__version__"]

@@ -1,0 +1,121 @@
+"""A class at once: resume what is up to date, grade the rest in parallel, write reports.
+
+Each student's result.json and report.html are written (atomically) the moment that
+student is graded, so a batch killed midway loses nothing already graded; started
+again, it regrades only submissions whose content, assignment or grader changed.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Sequence
+
+from grader import __version__
+from grader.assignment import Assignment
+from grader.discover import Submission
+from grader.export import write_grades_csv, write_index_html, write_report_html, write_result_json
+from grader.pipeline import GradeOptions
+from grader.results import SubmissionResult, from_json_dict
+from grader.sandbox import Isolation
+from grader.workers import grade_all
+
+
+def run(subs: Sequence[Submission], assignment: Assignment, options: GradeOptions,
+        isolation: Isolation, jobs: int, out: Path, *, force: bool = False,
+        progress: bool = True) -> list[SubmissionResult]:
+    out.mkdir(parents=True, exist_ok=True)
+    results: dict[str, SubmissionResult] = {}
+    todo = []
+    for sub in subs:
+        previous = None if force else up_to_date(sub, assignment, options, out)
+        if previous is not None:
+            results[sub.id] = previous
+        else:
+            todo.append(sub)
+    bar = Progress(len(todo), len(subs) - len(todo), enabled=progress)
+    for result in grade_all(todo, assignment, options, isolation, jobs):
+        write_student(result, out)
+        results[result.student] = result
+        bar.step(result)
+    bar.close()
+    ordered = [results[s.id] for s in subs]
+    write_grades_csv(ordered, out / "grades.csv", [ex.id for ex in assignment.exercises])
+    write_index_html(ordered, out / "index.html")
+    return ordered
+
+
+def write_student(result: SubmissionResult, out: Path) -> None:
+    folder = out / result.student
+    folder.mkdir(parents=True, exist_ok=True)
+    write_report_html(result, folder / "report.html")
+    write_result_json(result, folder / "result.json")
+
+
+def up_to_date(sub: Submission, assignment: Assignment, options: GradeOptions,
+               out: Path) -> SubmissionResult | None:
+    """The stored result if nothing that decides it changed since it was written."""
+    path = out / sub.id / "result.json"
+    try:
+        previous = from_json_dict(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    p = previous.provenance
+    if p is None or not previous.gradable:
+        return None
+    same = (p.grader_version == __version__ and p.submission_digest == sub.digest()
+            and p.assignment_digest == assignment.digest() and p.device == options.device
+            and p.seed == options.seed)
+    return previous if same else None
+
+
+class Progress:
+    """done / total, rate and ETA on one terminal line (stderr)."""
+
+    def __init__(self, total: int, skipped: int, enabled: bool) -> None:
+        self.total, self.done, self.skipped = total, 0, skipped
+        self.enabled = enabled and total > 0
+        self.started = time.monotonic()
+        if self.enabled and skipped:
+            print(f"{skipped} result(s) up to date, kept (use --force to regrade)", file=sys.stderr)
+
+    def step(self, result: SubmissionResult) -> None:
+        self.done += 1
+        if not self.enabled:
+            return
+        elapsed = time.monotonic() - self.started
+        rate = self.done / elapsed if elapsed else 0.0
+        eta = (self.total - self.done) / rate if rate else 0.0
+        width = 24
+        filled = int(width * self.done / self.total)
+        line = (f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} "
+                f"{rate:.1f}/s ETA {eta:.0f}s  {result.student[:24]:<24}")
+        sys.stderr.write(line)
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            sys.stderr.write("\n")
+
+
+def summary(results: Sequence[SubmissionResult], assignment: Assignment, out: Path) -> str:
+    ids = [ex.id for ex in assignment.exercises]
+    name_w = max([len("student")] + [len(r.student) for r in results])
+    head = f"{'student':<{name_w}}  {'score':>9}  " + "  ".join(f"{i[:12]:>12}" for i in ids)
+    rows = [head, "-" * len(head)]
+    for r in results:
+        cells = []
+        for i in ids:
+            ex = r.exercise(i)
+            cells.append(f"{_pts(ex.score)}/{_pts(ex.max_score)} {ex.status.value[:4]}"[:12].rjust(12))
+        flag = "" if r.gradable else "  (grader failure)"
+        rows.append(f"{r.student:<{name_w}}  {_pts(r.score):>5}/{_pts(r.max_score):<3}  "
+                    + "  ".join(cells) + flag)
+    rows.append(f"\n{len(results)} submission(s); reports in {out}/ (index.html, grades.csv)")
+    return "\n".join(rows)
+
+
+def _pts(x: float) -> str:
+    return f"{x:.4g}"

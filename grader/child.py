@@ -1,0 +1,265 @@
+"""The student's side: a forked child that loads one submission and answers calls.
+
+Runs inside the sandbox, after `zygote` forked it. It trusts nothing and decides
+nothing: it executes the student's code, and sends back plain data (see `wire`).
+Verdicts are made in the grader's process.
+"""
+
+from __future__ import annotations
+
+import builtins
+import importlib
+import os
+import random
+import socket
+import sys
+import traceback
+import types
+from typing import Any, Callable
+
+import torch
+
+from grader import wire
+
+MODULE_NAME = "attention_submission"
+_MAX_TEXT = 4000
+
+
+class Namespace:
+    """The names the submission defined, and the objects handed out as handles."""
+
+    def __init__(self) -> None:
+        self.names: dict[str, Any] = {}
+        self.module_dicts: list[dict[str, Any]] = []
+        self._objects: dict[int, Any] = {}
+        self._ids: dict[int, int] = {}
+
+    def to_handle(self, obj: Any) -> wire.Handle:
+        key = id(obj)
+        if key not in self._ids:
+            self._ids[key] = len(self._objects) + 1
+            self._objects[self._ids[key]] = obj
+        return wire.Handle(self._ids[key], type(obj).__name__)
+
+    def from_handle(self, handle: wire.Handle) -> Any:
+        try:
+            return self._objects[handle.id]
+        except KeyError:
+            raise LookupError(f"unknown handle {handle.id}") from None
+
+
+# ---------------------------------------------------------------- loading
+
+
+def load_module(ns: Namespace, source: str, filename: str) -> dict[str, Any]:
+    """Execute a module's source as a fresh module; keep what it defined even if it raised."""
+    module = types.ModuleType(MODULE_NAME)
+    module.__file__ = os.path.abspath(filename)
+    sys.modules[MODULE_NAME] = module
+    ns.module_dicts.append(module.__dict__)
+    error = None
+    try:
+        code = compile(source, filename, "exec", dont_inherit=True)
+        exec(code, module.__dict__)
+    except BaseException as exc:  # SystemExit and KeyboardInterrupt are student errors too
+        error = describe_exception(exc, filename)
+    ns.names = module.__dict__
+    return {"error": error, "cell_errors": []}
+
+
+def load_notebook(ns: Namespace, cells: list[str], filename: str) -> dict[str, Any]:
+    """Run code cells in order with IPython, as a Jupyter kernel would (magics included).
+
+    Like nbclient with allow_errors, a cell that raises is recorded and the next cells
+    still run, so the names the notebook did define are graded.
+    """
+    shell = _make_shell()
+    ns.names = shell.user_ns
+    ns.module_dicts.append(shell.user_ns)
+    cell_errors = []
+    for number, source in enumerate(cells, start=1):
+        try:
+            result = shell.run_cell(source, store_history=False, silent=False)
+            exc = result.error_before_exec or result.error_in_exec
+        except BaseException as raised:  # SystemExit escapes run_cell in some versions
+            exc = raised
+        if exc is not None:
+            err = describe_exception(exc, f"cell {number}")
+            err["cell"] = number
+            cell_errors.append(err)
+    return {"error": None, "cell_errors": cell_errors}
+
+
+def _make_shell() -> Any:
+    from IPython.core.interactiveshell import InteractiveShell
+    from traitlets.config import Config
+
+    cfg = Config()
+    cfg.HistoryManager.enabled = False
+    cfg.InteractiveShell.colors = "NoColor"
+    cfg.InteractiveShell.xmode = "Plain"
+    return InteractiveShell.instance(config=cfg)
+
+
+def describe_exception(exc: BaseException, where: str) -> dict[str, Any]:
+    tb = traceback.TracebackException.from_exception(exc, limit=-12)
+    text = "".join(tb.format())
+    return {
+        "type": type(exc).__name__,
+        "builtin": _builtin_base(type(exc)),
+        "message": _clip(str(exc)),
+        "traceback": _clip(_student_frames(text)),
+        "where": where,
+    }
+
+
+def _builtin_base(cls: type) -> str | None:
+    for base in cls.__mro__:
+        if getattr(builtins, base.__name__, None) is base and base.__module__ == "builtins":
+            return base.__name__
+    return None
+
+
+def _student_frames(text: str) -> str:
+    lines = [ln for ln in text.splitlines() if "grader/child.py" not in ln]
+    return "\n".join(lines)
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= _MAX_TEXT else text[:_MAX_TEXT] + "\n... (cut)"
+
+
+# ---------------------------------------------------------------- calls
+
+
+class Spy:
+    """Count calls of a library function, also through names the student imported."""
+
+    def __init__(self, ns: Namespace, dotted: str) -> None:
+        module_name, _, attr = dotted.rpartition(".")
+        self.module = importlib.import_module(module_name)
+        self.attr = attr
+        self.original = getattr(self.module, attr)
+        self.count = 0
+        original = self.original
+
+        def counting(*args: Any, **kwargs: Any) -> Any:
+            self.count += 1
+            return original(*args, **kwargs)
+
+        self.wrapper = counting
+        self.patched: list[tuple[dict[str, Any], str]] = []
+        setattr(self.module, attr, counting)
+        for d in ns.module_dicts:
+            for name, value in list(d.items()):
+                if value is original:
+                    d[name] = counting
+                    self.patched.append((d, name))
+
+    def stop(self) -> int:
+        setattr(self.module, self.attr, self.original)
+        for d, name in self.patched:
+            if d.get(name) is self.wrapper:
+                d[name] = self.original
+        return self.count
+
+
+class Server:
+    def __init__(self, sock: socket.socket, device_ok: Callable[[str], str]) -> None:
+        self.sock = sock
+        self.ns = Namespace()
+        self.spies: dict[str, Spy] = {}
+        self.device_ok = device_ok
+
+    def serve(self) -> None:
+        while True:
+            try:
+                request = wire.recv_frame(self.sock)
+            except EOFError:
+                return
+            if request.get("op") == "exit":
+                return
+            wire.send_frame(self.sock, self.handle(request))
+
+    def handle(self, request: dict[str, Any]) -> dict[str, Any]:
+        op = request.get("op")
+        try:
+            method = getattr(self, f"op_{op}")
+        except AttributeError:
+            return {"protocol_error": f"unknown op {op!r}"}
+        try:
+            return {"ok": True, "value": method(request)}
+        except _Missing as exc:
+            return {"missing": str(exc)}
+        except BaseException as exc:
+            return {"raised": describe_exception(exc, str(op))}
+
+    def _encode(self, value: Any) -> Any:
+        return wire.encode(value, self.ns.to_handle)
+
+    def _decode(self, value: Any) -> Any:
+        return wire.decode(value, self.ns.from_handle, self.device_ok)
+
+    def op_load(self, request: dict[str, Any]) -> Any:
+        if request["kind"] == "notebook":
+            report = load_notebook(self.ns, list(request["cells"]), request["filename"])
+        else:
+            report = load_module(self.ns, request["source"], request["filename"])
+        report["defined"] = sorted(k for k in self.ns.names if not k.startswith("_"))[:500]
+        return report
+
+    def op_has(self, request: dict[str, Any]) -> bool:
+        return str(request["name"]) in self.ns.names
+
+    def op_seed(self, request: dict[str, Any]) -> None:
+        seed = int(request["seed"])
+        torch.manual_seed(seed)
+        random.seed(seed)
+        return None
+
+    def op_call(self, request: dict[str, Any]) -> Any:
+        target = self._target(request)
+        args = self._decode(request.get("args", []))
+        kwargs = self._decode(request.get("kwargs", {"$dict": {}}))
+        return self._encode(target(*args, **kwargs))
+
+    def op_getattr(self, request: dict[str, Any]) -> Any:
+        return self._encode(self._target(request))
+
+    def _target(self, request: dict[str, Any]) -> Any:
+        if "handle" in request:
+            obj = self.ns.from_handle(wire.Handle(int(request["handle"]), ""))
+        else:
+            name = str(request["name"])
+            if name not in self.ns.names:
+                raise _Missing(name)
+            obj = self.ns.names[name]
+        attr = request.get("attr")
+        return getattr(obj, str(attr)) if attr else obj
+
+    def op_spy_start(self, request: dict[str, Any]) -> None:
+        target = str(request["target"])
+        self.spies[target] = Spy(self.ns, target)
+
+    def op_spy_stop(self, request: dict[str, Any]) -> int:
+        return self.spies.pop(str(request["target"])).stop()
+
+
+class _Missing(Exception):
+    pass
+
+
+# ---------------------------------------------------------------- process setup
+
+
+def run(proto: socket.socket) -> None:
+    """Entry point in the forked child, after the sandbox limits are applied."""
+    torch.set_num_threads(1)
+    server = Server(proto, _device_guard)
+    server.serve()
+
+
+def _device_guard(device: str) -> str:
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise RuntimeError("the grader asked for CUDA, but this machine has none")
+    return device

@@ -1,0 +1,103 @@
+"""Loading a submission on the grader's side: reading files into a load request.
+
+Reading and validating happen here (nbformat for notebooks); *running* the code is the
+child's job. Files are read without following links, with a size cap, and must be UTF-8.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from grader.discover import Submission
+
+MAX_CODE_BYTES = 2 * 1024 * 1024
+
+
+class UnreadableSubmission(Exception):
+    """A file of the submission cannot be used; the message says how to fix it."""
+
+
+@dataclass(frozen=True)
+class LoadedSubmission:
+    kind: str
+    """module | notebook | none"""
+    request: dict[str, Any] | None
+    """The `load` request for the child, or None when there is nothing to run."""
+    failure: str = ""
+    notices: tuple[str, ...] = ()
+    files: tuple[str, ...] = field(default_factory=tuple)
+
+
+def read_submission(sub: Submission) -> LoadedSubmission:
+    files = tuple(p.name for p in sub.files())
+    try:
+        if sub.notebook is not None:
+            cells = notebook_cells(sub.notebook)
+            request = {"op": "load", "kind": "notebook", "cells": cells,
+                       "filename": sub.notebook.name}
+            return LoadedSubmission("notebook", request, notices=sub.notices, files=files)
+        if sub.module is not None:
+            source = read_text(sub.module)
+            request = {"op": "load", "kind": "module", "source": source,
+                       "filename": sub.module.name}
+            return LoadedSubmission("module", request, notices=sub.notices, files=files)
+    except UnreadableSubmission as exc:
+        kind = "notebook" if sub.notebook else "module"
+        return LoadedSubmission(kind, None, str(exc), sub.notices, files)
+    failure = sub.notices[-1] if sub.notices else "no code was handed in"
+    return LoadedSubmission("none", None, failure, sub.notices, files)
+
+
+def read_bytes(path: Path, limit: int = MAX_CODE_BYTES) -> bytes:
+    """Read a regular file without following a symbolic link, refusing huge files."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as exc:
+        raise UnreadableSubmission(f"{path.name} cannot be opened ({exc.strerror})") from None
+    with os.fdopen(fd, "rb") as f:
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise UnreadableSubmission(
+            f"{path.name} is larger than {limit // 1024} KiB; hand in only your code "
+            "(clear large notebook outputs)")
+    return data
+
+
+def read_text(path: Path, limit: int = MAX_CODE_BYTES) -> str:
+    data = read_bytes(path, limit)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UnreadableSubmission(
+            f"{path.name} is not UTF-8 text (byte 0x{data[exc.start]:02x} at position "
+            f"{exc.start}); save it with UTF-8 encoding") from None
+
+
+def notebook_cells(path: Path) -> list[str]:
+    """The code cells' sources, after nbformat has read and validated the notebook."""
+    import nbformat  # about 0.9 s to import: only where notebooks are read
+
+    text = read_text(path, MAX_CODE_BYTES * 8)
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UnreadableSubmission(
+            f"{path.name} is not valid JSON (line {exc.lineno}, column {exc.colno}: "
+            f"{exc.msg}); was it saved completely? Re-save it from Jupyter") from None
+    try:
+        nb = nbformat.reads(text, as_version=4)
+        nbformat.validate(nb)
+    except nbformat.ValidationError as exc:
+        raise UnreadableSubmission(
+            f"{path.name} is not a valid Jupyter notebook: {_first_line(exc.message)}") from None
+    except Exception as exc:  # nbformat raises several types for non-notebook JSON
+        raise UnreadableSubmission(f"{path.name} is not a Jupyter notebook ({exc})") from None
+    return [cell.source for cell in nb.cells if cell.cell_type == "code"]
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else "schema validation failed"

@@ -1,0 +1,154 @@
+"""The grading pipeline for one submission, in order:
+
+    discover -> load (read files) -> run isolated (sandbox child) -> test against the
+    reference (pytest, in this process) -> score -> result (then render and export)
+
+Every stage lives in its own module; this one only names them in order.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import platform
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Mapping
+
+import torch
+import yaml
+
+from grader import __version__
+from grader.answers import load_answers, score_questions
+from grader.assignment import Assignment
+from grader.discover import Submission
+from grader.errors import AssignmentError
+from grader.load import LoadedSubmission, read_submission
+from grader.proxy import Connection, LoadOutcome
+from grader.results import (ExerciseResult, LoadReport, Provenance, Status, SubmissionResult,
+                            TestResult)
+from grader.sandbox import Sandbox
+from grader.score import exercise_results, totals
+from grader.testrun import load_reference, run_tests
+
+
+@dataclass(frozen=True)
+class GradeOptions:
+    device: str = "cpu"
+    seed: int = 1234
+    public: bool = False
+    """`grader check`: public tests only, answers checked for form, never for content."""
+
+
+def grade_submission(sub: Submission, assignment: Assignment, sandbox: Sandbox,
+                     options: GradeOptions) -> SubmissionResult:
+    started = time.monotonic()
+    loaded = read_submission(sub)
+    connection = _connect(sandbox, loaded, assignment, sub)
+    files = [f for ex in assignment.exercises if (f := ex.test_file(options.public))]
+    reference = None if options.public else load_reference(assignment.reference)
+    try:
+        outcomes = run_tests(files, connection, reference, options.device, options.seed,
+                             assignment.root)
+    finally:
+        connection.close()
+    answers, answer_problems = _answers(sub)
+    key = None if options.public else answer_key(assignment.answer_key)
+    questions = score_questions(assignment.questions, answers, key, check_only=options.public)
+    load_report = _load_report(loaded, connection, answer_problems)
+    failure = _load_failure_message(connection.load)
+    exercises = exercise_results(assignment, outcomes, questions, options.public, failure)
+    score, max_score = totals(exercises)
+    return SubmissionResult(
+        student=sub.id, assignment=assignment.id, score=score, max_score=max_score,
+        exercises=exercises, load=load_report,
+        provenance=provenance(assignment, sub, sandbox, options, time.monotonic() - started),
+    )
+
+
+def _connect(sandbox: Sandbox, loaded: LoadedSubmission, assignment: Assignment,
+             sub: Submission) -> Connection:
+    connection = Connection(sandbox, loaded.request or {}, assignment.limits, sub.label)
+    if loaded.request is None:
+        connection.load = LoadOutcome(failure=loaded.failure)
+    return connection
+
+
+def _answers(sub: Submission) -> tuple[dict[str, Any] | None, list[str]]:
+    if sub.answers is None:
+        return None, []
+    return load_answers(sub.answers)
+
+
+@lru_cache(maxsize=4)
+def answer_key(path: Path | None) -> Mapping[str, Any] | None:
+    if path is None:
+        return None
+    try:
+        key = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise AssignmentError(f"{path}: cannot read the answer key: {exc}") from None
+    if not isinstance(key, dict):
+        raise AssignmentError(f"{path}: the answer key must be a mapping of question ids")
+    return key
+
+
+def _load_failure_message(load: LoadOutcome | None) -> str:
+    if load is None:
+        return ""
+    if load.failure:
+        return load.failure
+    if load.error:
+        return f"importing your code raised {load.error['type']}: {load.error['message']}"
+    return ""
+
+
+def _load_report(loaded: LoadedSubmission, connection: Connection,
+                 answer_problems: list[str]) -> LoadReport:
+    load = connection.load or LoadOutcome()
+    notices = list(loaded.notices) + list(answer_problems)
+    if load.failure:
+        notices.append(load.failure)
+    elif load.error:
+        notices.append(f"your code raised {load.error['type']} while loading "
+                       f"(the names defined before it were still graded): {load.error['message']}")
+    for err in load.cell_errors:
+        notices.append(f"cell {err['cell']} raised {err['type']}: {err['message']}")
+    texts = [text for text, _ in connection.output]
+    stdout = texts[0] if texts else ""
+    truncated = any(cut for _, cut in connection.output)
+    cell_errors = list(load.cell_errors)
+    if load.error:
+        cell_errors.append({**load.error, "cell": 0})
+    return LoadReport(kind=loaded.kind, files=loaded.files, notices=tuple(dict.fromkeys(notices)),
+                      cell_errors=tuple(cell_errors), stdout=stdout, stdout_truncated=truncated)
+
+
+def provenance(assignment: Assignment, sub: Submission, sandbox: Sandbox,
+               options: GradeOptions, duration_s: float) -> Provenance:
+    return Provenance(
+        grader_version=__version__, assignment=assignment.id,
+        assignment_version=assignment.version,
+        assignment_digest=assignment.digest(public=options.public),
+        submission_digest=sub.digest(), torch_version=torch.__version__,
+        python_version=platform.python_version(), device=options.device, seed=options.seed,
+        sandbox=sandbox.level.value if sandbox.level else "none",
+        graded_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        duration_s=round(duration_s, 3),
+    )
+
+
+def ungradable(sub: Submission, assignment: Assignment, why: str) -> SubmissionResult:
+    """A result saying the *grader* failed on this submission: not a zero for the student."""
+    message = f"the grader failed on this submission ({why}); it is not your fault, ask your instructor"
+    exercises = tuple(
+        ExerciseResult(id=ex.id, title=ex.title, score=0.0, max_score=ex.max_score,
+                       status=Status.ERROR, message=message,
+                       tests=(TestResult(name="grading", score=0.0, max_score=ex.max_score,
+                                         passed=False, message=message, outcome="error"),))
+        for ex in assignment.exercises
+    )
+    return SubmissionResult(student=sub.id, assignment=assignment.id, score=0.0,
+                            max_score=assignment.max_score, exercises=exercises,
+                            load=LoadReport(kind="none", notices=(message,)), gradable=False)

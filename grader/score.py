@@ -1,0 +1,89 @@
+"""Scoring: test outcomes and answered questions -> exercise and submission results."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Sequence
+
+from grader.assignment import Assignment, Exercise
+from grader.results import ExerciseResult, Status, TestResult
+from grader.testrun import TestOutcome
+
+
+def exercise_results(assignment: Assignment, outcomes: Sequence[TestOutcome],
+                     question_results: Sequence[TestResult], public: bool,
+                     load_failure: str = "") -> tuple[ExerciseResult, ...]:
+    by_file: dict[str, list[TestOutcome]] = defaultdict(list)
+    for o in outcomes:
+        by_file[str(o.file)].append(o)
+    by_exercise: dict[str, list[TestResult]] = defaultdict(list)
+    for q in question_results:
+        by_exercise[q.test_id.removeprefix("question:").split(".")[0]].append(q)
+    results = []
+    for ex in assignment.exercises:
+        test_file = ex.test_file(public)
+        tests = _scored_tests(ex, by_file.get(str(test_file), [])) if test_file else []
+        questions = [q for q in question_results if _question_exercise(assignment, q) == ex.id]
+        results.append(_exercise(ex, tests + questions, load_failure if tests else ""))
+    return tuple(results)
+
+
+def _question_exercise(assignment: Assignment, q: TestResult) -> str:
+    qid = q.test_id.removeprefix("question:")
+    for question in assignment.questions:
+        if question.id == qid:
+            return question.exercise
+    return ""
+
+
+def _scored_tests(ex: Exercise, outcomes: list[TestOutcome]) -> list[TestResult]:
+    instances: dict[str, list[TestOutcome]] = defaultdict(list)
+    for o in outcomes:
+        instances[o.function].append(o)
+    weights = _function_points(ex, list(instances))
+    results = []
+    for function, runs in instances.items():
+        each = weights[function] / len(runs)
+        spec = ex.tests.get(function)
+        visibility = (spec.visibility if spec and spec.visibility else None) or ex.visibility
+        for o in runs:
+            passed = o.outcome == "passed"
+            results.append(TestResult(
+                name=o.name, score=round(each if passed else 0.0, 6), max_score=round(each, 6),
+                passed=passed, message=o.message, outcome=o.outcome, visibility=visibility,
+                test_id=o.nodeid, evidence=o.evidence, duration_s=o.duration_s))
+    return results
+
+
+def _function_points(ex: Exercise, functions: list[str]) -> dict[str, float]:
+    fixed = {f: float(ex.tests[f].points) for f in functions
+             if f in ex.tests and ex.tests[f].points is not None}
+    rest = [f for f in functions if f not in fixed]
+    share = max(ex.points - sum(fixed.values()), 0.0) / len(rest) if rest else 0.0
+    return {**fixed, **{f: share for f in rest}}
+
+
+def _exercise(ex: Exercise, tests: list[TestResult], message: str) -> ExerciseResult:
+    score = round(sum(t.score for t in tests), 3)
+    max_score = round(sum(t.max_score for t in tests), 3)
+    return ExerciseResult(id=ex.id, title=ex.title, score=score, max_score=max_score,
+                          status=exercise_status(score, max_score, tests),
+                          tests=tuple(tests), message=message)
+
+
+def exercise_status(score: float, max_score: float, tests: Sequence[TestResult]) -> Status:
+    if score >= max_score - 1e-9:
+        return Status.PASSED
+    if score > 0:
+        return Status.PARTIAL
+    lost = [t for t in tests if not t.passed]
+    if any(t.outcome == "timeout" for t in lost):
+        return Status.TIMEOUT
+    code_lost = [t for t in lost if not t.test_id.startswith("question:")]
+    if code_lost and all(t.outcome == "error" for t in code_lost):
+        return Status.ERROR
+    return Status.FAILED
+
+
+def totals(exercises: Sequence[ExerciseResult]) -> tuple[float, float]:
+    return (round(sum(e.score for e in exercises), 3), round(sum(e.max_score for e in exercises), 3))

@@ -1,0 +1,129 @@
+"""`grader validate`: prove an assignment can tell right from wrong.
+
+The reference graded as a submission must get full marks, an empty submission 0, and
+every mutant (a small buggy variant of the reference, declared in the YAML with the
+exercises it must lose points in) must lose points in exactly those exercises. A
+surviving mutant means the hidden tests are too weak.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+import yaml
+
+from grader.answers import check_key
+from grader.assignment import Assignment
+from grader.discover import discover
+from grader.errors import AssignmentSchemaError
+from grader.pipeline import GradeOptions, answer_key
+from grader.results import SubmissionResult
+from grader.sandbox import Isolation
+from grader.workers import grade_all
+
+SOLUTION_ANSWERS = "solution/answers.yaml"
+
+
+@dataclass(frozen=True)
+class Mutant:
+    file: Path
+    loses: frozenset[str]
+
+
+@dataclass
+class ValidationReport:
+    lines: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def load_mutants(a: Assignment) -> list[Mutant]:
+    if a.mutants is None:
+        return []
+    doc = yaml.safe_load(a.mutants.read_text(encoding="utf-8")) or []
+    entries = doc.get("mutants", []) if isinstance(doc, dict) else doc
+    ids = {ex.id for ex in a.exercises}
+    mutants = []
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict) or "file" not in entry or "loses" not in entry:
+            raise AssignmentSchemaError(a.mutants, f"[{i}]", "expected {file: ..., loses: [...]}")
+        unknown = set(entry["loses"]) - ids
+        if unknown:
+            raise AssignmentSchemaError(a.mutants, f"[{i}].loses", f"unknown exercises {sorted(unknown)}")
+        mutants.append(Mutant((a.mutants.parent / entry["file"]).resolve(), frozenset(entry["loses"])))
+    return mutants
+
+
+def validate_assignment(a: Assignment, isolation: Isolation, jobs: int) -> ValidationReport:
+    report = ValidationReport()
+    report.problems += [f"answer key: {p}" for p in check_key(a.questions, answer_key(a.answer_key))]
+    report.lines.append(f"schema and files: ok ({len(a.exercises)} exercises, {a.max_score:g} points)")
+    mutants = load_mutants(a)
+    if a.reference is None:
+        report.problems.append("no reference: set `reference:` in the YAML")
+        return report
+    with tempfile.TemporaryDirectory(prefix="grader-validate-") as tmp:
+        root = Path(tmp)
+        _make_submission(root / "reference", a.reference, a, solution=True)
+        _make_submission(root / "empty", None, a, solution=False)
+        for m in mutants:
+            _make_submission(root / f"mutant-{m.file.stem}", m.file, a, solution=True)
+        subs = discover(root, a)
+        results = {r.student: r for r in grade_all(subs, a, GradeOptions(), isolation, jobs)}
+    _judge_reference(results["reference"], report)
+    _judge_empty(results["empty"], report)
+    for m in mutants:
+        _judge_mutant(m, results[f"mutant-{m.file.stem}"], report)
+    return report
+
+
+def _make_submission(folder: Path, code: Path | None, a: Assignment, solution: bool) -> None:
+    folder.mkdir()
+    target = folder / a.module_name
+    if code is None:
+        target.write_text("", encoding="utf-8")
+    else:
+        shutil.copyfile(code, target)
+    answers = a.root / SOLUTION_ANSWERS
+    if solution and answers.is_file():
+        shutil.copyfile(answers, folder / a.answers_name)
+
+
+def _lost(result: SubmissionResult) -> set[str]:
+    return {ex.id for ex in result.exercises if ex.score < ex.max_score - 1e-9}
+
+
+def _judge_reference(r: SubmissionResult, report: ValidationReport) -> None:
+    report.lines.append(f"reference: {r.score:g}/{r.max_score:g}")
+    for ex in r.exercises:
+        if ex.score < ex.max_score - 1e-9:
+            failing = "; ".join(f"{t.name}: {t.message}" for t in ex.tests if not t.passed)
+            report.problems.append(f"the reference loses points in {ex.id}: {failing[:400]}")
+
+
+def _judge_empty(r: SubmissionResult, report: ValidationReport) -> None:
+    report.lines.append(f"empty submission: {r.score:g}/{r.max_score:g}")
+    if r.score > 0:
+        report.problems.append(f"an empty submission scores {r.score:g}, expected 0")
+
+
+def _judge_mutant(m: Mutant, r: SubmissionResult, report: ValidationReport) -> None:
+    lost = _lost(r)
+    status = "caught" if lost == m.loses else "WRONG"
+    report.lines.append(f"mutant {m.file.stem}: loses {sorted(lost)} ({status}; "
+                        f"declared {sorted(m.loses)})")
+    if m.loses - lost:
+        report.problems.append(f"mutant {m.file.stem} survives in {sorted(m.loses - lost)}: "
+                               "the hidden tests there are too weak")
+    if lost - m.loses:
+        report.problems.append(f"mutant {m.file.stem} also loses points in {sorted(lost - m.loses)}, "
+                               "which its bug does not touch: a test there is unfair")
+
+

@@ -1,0 +1,170 @@
+"""Grading many submissions in parallel: a pool of warm grading workers.
+
+Each worker is a separate `python -m grader.workers` process that imports torch and
+pytest once, starts one sandbox zygote, and grades submissions one after another. It
+talks to the pool over a pipe in JSON lines (plain data, never pickle). A worker that
+dies or hangs costs only the submission it was grading, which gets an *ungradable*
+result (a grader failure, not a zero); the worker is replaced and the batch goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+from grader.assignment import Assignment
+from grader.discover import Submission
+from grader.pipeline import GradeOptions, ungradable
+from grader.results import SubmissionResult, from_json_dict
+from grader.sandbox import Isolation
+
+
+def _submission_doc(sub: Submission) -> dict[str, Any]:
+    doc = asdict(sub)
+    return {k: (str(v) if isinstance(v, Path) else v) for k, v in doc.items()}
+
+
+def _submission_from(doc: dict[str, Any]) -> Submission:
+    paths = {k: (Path(doc[k]) if doc[k] else None) for k in ("module", "notebook", "answers")}
+    return Submission(id=doc["id"], path=Path(doc["path"]), notices=tuple(doc["notices"]), **paths)
+
+
+class Worker:
+    def __init__(self, init: dict[str, Any]) -> None:
+        env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "OMP_NUM_THREADS": "1"}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "grader.workers"], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, env=env, text=True, bufsize=1,
+        )
+        self._send(init)
+        self.ready = self._read(timeout_s=300.0)
+
+    def _send(self, doc: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(doc) + "\n")
+        self.proc.stdin.flush()
+
+    def _read(self, timeout_s: float) -> dict[str, Any] | None:
+        box: queue.Queue[str] = queue.Queue()
+        assert self.proc.stdout is not None
+        reader = threading.Thread(target=lambda: box.put(self.proc.stdout.readline()), daemon=True)  # type: ignore[union-attr]
+        reader.start()
+        try:
+            line = box.get(timeout=timeout_s)
+        except queue.Empty:
+            self.kill()
+            return None
+        return json.loads(line) if line else None
+
+    def grade(self, sub: Submission, timeout_s: float) -> dict[str, Any] | None:
+        try:
+            self._send({"submission": _submission_doc(sub)})
+        except (BrokenPipeError, OSError):
+            return None
+        return self._read(timeout_s)
+
+    def kill(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+    def close(self) -> None:
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+            self.proc.wait(timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            self.kill()
+
+
+def grade_all(subs: Sequence[Submission], assignment: Assignment, options: GradeOptions,
+              isolation: Isolation, jobs: int) -> Iterator[SubmissionResult]:
+    """Yield each submission's result as soon as it is graded (in completion order)."""
+    init = {"assignment": str(assignment.path), "options": asdict(options),
+            "isolation": isolation.value}
+    todo: queue.Queue[Submission | None] = queue.Queue()
+    for s in subs:
+        todo.put(s)
+    done: queue.Queue[SubmissionResult | BaseException] = queue.Queue()
+    limits = assignment.limits
+    timeout_s = limits.per_submission_s + limits.load_s * 2 + 120
+    threads = [threading.Thread(target=_drive, args=(init, todo, done, assignment, timeout_s),
+                                daemon=True) for _ in range(max(1, min(jobs, len(subs))))]
+    for t in threads:
+        todo.put(None)
+        t.start()
+    for _ in subs:
+        item = done.get()
+        if isinstance(item, BaseException):
+            raise item
+        yield item
+
+
+def _drive(init: dict[str, Any], todo: "queue.Queue[Submission | None]",
+           done: "queue.Queue[SubmissionResult | BaseException]", assignment: Assignment,
+           timeout_s: float) -> None:
+    worker: Worker | None = None
+    while (sub := todo.get()) is not None:
+        if worker is None:
+            worker = Worker(init)
+            if worker.ready is None or "error" in worker.ready:
+                why = (worker.ready or {}).get("error", "the grading worker did not start")
+                done.put(RuntimeError(why))
+                return
+        reply = worker.grade(sub, timeout_s)
+        if reply is None:
+            done.put(ungradable(sub, assignment, "the grading worker crashed or hung"))
+            worker.kill()
+            worker = None
+        elif "error" in reply:
+            done.put(ungradable(sub, assignment, reply["error"]))
+        elif "fatal" in reply:
+            done.put(RuntimeError(reply["fatal"]))
+        else:
+            done.put(from_json_dict(reply["result"]))
+    if worker is not None:
+        worker.close()
+
+
+def main() -> None:
+    """Worker process: read tasks on stdin, answer on a private copy of stdout."""
+    out = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)  # anything else printed here goes to stderr, not into the protocol
+    from grader import assignment as assignment_mod
+    from grader.errors import AssignmentError
+    from grader.pipeline import grade_submission
+    from grader.results import to_json_dict
+    from grader.sandbox import Sandbox
+
+    init = json.loads(sys.stdin.readline())
+    try:
+        a = assignment_mod.load(Path(init["assignment"]))
+        options = GradeOptions(**init["options"])
+        sandbox = Sandbox(Isolation(init["isolation"]), a.limits)
+        sandbox.start()
+    except Exception as exc:
+        out.write(json.dumps({"error": f"{type(exc).__name__}: {exc}"}) + "\n")
+        return
+    out.write(json.dumps({"ready": True, "sandbox": sandbox.level.value if sandbox.level else ""}) + "\n")
+    try:
+        for line in sys.stdin:
+            sub = _submission_from(json.loads(line)["submission"])
+            try:
+                reply = {"result": to_json_dict(grade_submission(sub, a, sandbox, options))}
+            except AssignmentError as exc:
+                reply = {"fatal": str(exc)}
+            except Exception as exc:  # a bug of ours: this submission is ungradable
+                reply = {"error": f"{type(exc).__name__}: {exc}"}
+            out.write(json.dumps(reply) + "\n")
+    finally:
+        sandbox.stop()
+
+
+if __name__ == "__main__":
+    main()
