@@ -1,0 +1,134 @@
+"""Files on disk: result.json round-trips, grades.csv is safe, writes are atomic."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import os
+from pathlib import Path
+
+import pytest
+from result_samples import EXERCISE_IDS, all_samples, buggy, evil, full_marks, grader_failure
+
+from grader.export import (
+    csv_safe,
+    write_grades_csv,
+    write_index_html,
+    write_report_html,
+    write_result_json,
+)
+from grader.results import SubmissionResult, from_json_dict
+
+
+def _strict_json(path: Path) -> object:
+    def reject(name: str) -> object:
+        raise ValueError(f"not JSON: {name}")
+
+    return json.loads(path.read_text(encoding="utf-8"), parse_constant=reject)
+
+
+@pytest.mark.parametrize("result", [r for r in all_samples() if r.student != evil().student],
+                         ids=lambda r: r.student)  # fmt: skip
+def test_result_json_round_trips(tmp_path: Path, result: SubmissionResult) -> None:
+    path = write_result_json(result, tmp_path / result.student / "result.json")
+    doc = _strict_json(path)
+    assert isinstance(doc, dict)
+    assert list(doc)[:5] == ["student", "assignment", "score", "max_score", "exercises"]
+    assert from_json_dict(doc) == result
+
+
+def test_result_json_has_every_exercise_and_contract_keys(tmp_path: Path) -> None:
+    doc = _strict_json(write_result_json(buggy(), tmp_path / "result.json"))
+    assert isinstance(doc, dict)
+    assert [e["id"] for e in doc["exercises"]] == list(EXERCISE_IDS)
+    ex = doc["exercises"][2]
+    assert ex["status"] == "failed" and {"id", "score", "max_score", "status", "tests"} <= set(ex)
+    assert {"name", "score", "max_score", "passed", "message"} <= set(ex["tests"][0])
+
+
+def test_non_finite_numbers_become_readable_strings(tmp_path: Path) -> None:
+    doc = _strict_json(write_result_json(evil(), tmp_path / "result.json"))
+    assert isinstance(doc, dict)
+    ev = doc["exercises"][2]["tests"][0]["evidence"][3]
+    assert ev["data"]["max_abs_error"] == "inf" and float(ev["data"]["max_abs_error"]) == float(
+        "inf"
+    )
+    assert doc["student"] == "<script>alert(1)</script>"
+
+
+def test_write_is_atomic_and_leaves_no_temp_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "result.json"
+    write_result_json(full_marks(), path)
+    before = path.read_text()
+
+    def broken_replace(src: str, dst: str) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr("grader.export.os.replace", broken_replace)
+    with pytest.raises(OSError, match="disk full"):
+        write_result_json(buggy(), path)
+    assert path.read_text() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["result.json"]
+
+
+def test_overwrite_replaces_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "result.json"
+    write_result_json(full_marks(), path)
+    write_result_json(buggy(), path)
+    assert from_json_dict(json.loads(path.read_text())) == buggy()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["result.json"]
+    assert os.stat(path).st_mode & 0o777 == 0o644
+
+
+def _read_csv(path: Path) -> list[list[str]]:
+    with path.open(newline="", encoding="utf-8") as f:
+        return list(csv.reader(f))
+
+
+def test_grades_csv_columns_and_rows(tmp_path: Path) -> None:
+    path = write_grades_csv([full_marks(), buggy()], tmp_path / "grades.csv", EXERCISE_IDS)
+    rows = _read_csv(path)
+    assert rows[0] == ["student", "total", "max", *EXERCISE_IDS]
+    assert rows[1] == ["alice", "100", "100", "10", "20", "15", "15", "10", "10", "10", "10"]
+    assert rows[2] == ["bob", "68", "100", "10", "8", "0", "10", "10", "10", "10", "10"]
+
+
+def test_grades_csv_exercise_order_and_missing_exercise(tmp_path: Path) -> None:
+    path = write_grades_csv([full_marks()], tmp_path / "g.csv", ["quiz", "not_there", "dropout"])
+    assert _read_csv(path) == [
+        ["student", "total", "max", "quiz", "not_there", "dropout"],
+        ["alice", "100", "100", "10", "", "10"],
+    ]
+
+
+def test_grader_failure_is_blank_not_zero(tmp_path: Path) -> None:
+    rows = _read_csv(write_grades_csv([grader_failure()], tmp_path / "g.csv", EXERCISE_IDS))
+    assert rows[1] == ["erin", "", "100", *([""] * len(EXERCISE_IDS))]
+
+
+@pytest.mark.parametrize("student", ["=cmd|' /C calc'!A0", "+1+1", "-2", "@SUM(A1)", "\tx"])
+def test_grades_csv_escapes_formulas(tmp_path: Path, student: str) -> None:
+    result = dataclasses.replace(full_marks(), student=student)
+    rows = _read_csv(write_grades_csv([result], tmp_path / "g.csv", EXERCISE_IDS))
+    assert rows[1][0] == "'" + student
+
+
+def test_csv_safe_leaves_plain_ids_alone() -> None:
+    assert csv_safe("alice") == "alice" and csv_safe("a=b") == "a=b"
+    assert csv_safe('<script>"x",y') == '<script>"x",y'
+
+
+def test_grades_csv_quotes_commas_and_quotes(tmp_path: Path) -> None:
+    result = dataclasses.replace(full_marks(), student='o"neil, jr')
+    rows = _read_csv(write_grades_csv([result], tmp_path / "g.csv", EXERCISE_IDS))
+    assert rows[1][0] == 'o"neil, jr'
+
+
+def test_html_writers_create_folders(tmp_path: Path) -> None:
+    report = write_report_html(buggy(), tmp_path / "reports" / "bob" / "report.html")
+    index = write_index_html(all_samples(), tmp_path / "reports" / "index.html")
+    assert report.read_text(encoding="utf-8").startswith("<!doctype html>")
+    assert 'href="bob/report.html"' in index.read_text(encoding="utf-8")
