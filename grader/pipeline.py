@@ -95,13 +95,7 @@ def answer_key(path: Path | None) -> Mapping[str, Any] | None:
 
 
 def _load_failure_message(load: LoadOutcome | None) -> str:
-    if load is None:
-        return ""
-    if load.failure:
-        return load.failure
-    if load.error:
-        return f"importing your code raised {load.error['type']}: {load.error['message']}"
-    return ""
+    return load.failure if load is not None else ""
 
 
 def _load_report(loaded: LoadedSubmission, connection: Connection,
@@ -110,19 +104,24 @@ def _load_report(loaded: LoadedSubmission, connection: Connection,
     notices = list(loaded.notices) + list(answer_problems)
     if load.failure:
         notices.append(load.failure)
-    elif load.error:
-        notices.append(f"your code raised {load.error['type']} while loading "
-                       f"(the names defined before it were still graded): {load.error['message']}")
     for err in load.cell_errors:
-        notices.append(f"cell {err['cell']} raised {err['type']}: {err['message']}")
+        notices.append(f"cell {err['cell']} raised {err['type']}: {err['message']}"
+                       " (the cells after it still ran)")
     texts = [text for text, _ in connection.output]
     stdout = texts[0] if texts else ""
     truncated = any(cut for _, cut in connection.output)
-    cell_errors = list(load.cell_errors)
-    if load.error:
-        cell_errors.append({**load.error, "cell": 0})
+    errors = list(load.cell_errors) + ([{**load.error, "cell": None}] if load.error else [])
+    cell_errors = [_error_view(e, loaded) for e in errors]
     return LoadReport(kind=loaded.kind, files=loaded.files, notices=tuple(dict.fromkeys(notices)),
                       cell_errors=tuple(cell_errors), stdout=stdout, stdout_truncated=truncated)
+
+
+def _error_view(err: dict[str, Any], loaded: LoadedSubmission) -> dict[str, Any]:
+    """A cell's (or the module's) error as the report shows it."""
+    return {"cell": err.get("cell"), "where": err.get("where") if err.get("cell") else
+            (loaded.files[0] if loaded.files else "your code"),
+            "ename": err.get("type", "Exception"), "evalue": err.get("message", ""),
+            "traceback": err.get("traceback", "")}
 
 
 def provenance(assignment: Assignment, sub: Submission, sandbox: Sandbox,

@@ -87,7 +87,10 @@ class LoadOutcome:
 class Connection:
     """One submission's child process, respawned on demand, with time budgets."""
 
-    MAX_RESTARTS = 4
+    STRIKE_TIMEOUT_S = 1.0
+    """After one test timed out, later tests get this much: the tests' tensors are tiny,
+    so correct code answers in milliseconds, and a hang in a shared method must not cost
+    the whole submission's time budget."""
 
     def __init__(self, sandbox: Sandbox, load_request: dict[str, Any], limits: Limits,
                  label: str) -> None:
@@ -103,12 +106,18 @@ class Connection:
         self.test_deadline = float("inf")
         self.pending_seed: int | None = None
         self.output: list[tuple[str, bool]] = []
+        self.timeouts = 0
 
     # -- lifecycle
 
     def begin_test(self, seed: int) -> None:
-        self.test_deadline = time.monotonic() + self.limits.per_test_s
+        self.test_deadline = time.monotonic() + self._per_test_s()
         self.pending_seed = seed
+
+    def _per_test_s(self) -> float:
+        if self.timeouts == 0:
+            return self.limits.per_test_s
+        return min(self.limits.per_test_s, self.STRIKE_TIMEOUT_S)
 
     def close(self) -> None:
         self._retire_child()
@@ -120,26 +129,27 @@ class Connection:
             self.child = None
 
     def _ensure_child(self) -> Child:
+        if self.load is not None and self.load.failure:
+            self._retire_child()
+            self._raise_load_failure()
         if self.child is not None and self.child.alive:
             return self.child
         if self.child is not None:
             self._retire_child()
-        if self.load is not None and self.load.failure:
-            self._raise_load_failure()
-        if self.restarts > self.MAX_RESTARTS:
-            raise StudentCrashed(f"your code crashed {self.restarts} times; no more retries")
+        if self._submission_time_left() <= 0:
+            raise StudentTimeout(self._timeout_message())
         self.restarts += 1
         self.child = self.sandbox.spawn()
         self.generation += 1
         self._load_into(self.child)
         # Loading has its own limit; the test's clock starts when it can call.
-        self.test_deadline = max(self.test_deadline, time.monotonic() + self.limits.per_test_s)
+        self.test_deadline = max(self.test_deadline, time.monotonic() + self._per_test_s())
         return self.child
 
     def _load_into(self, child: Child) -> None:
         first = self.load is None
         try:
-            reply = child.request(self.load_request, self.limits.load_s)
+            reply = child.request(self.load_request, min(self.limits.load_s, self._submission_time_left()))
         except TimeoutError:
             self._record_load_failure(f"loading your code did not finish within "
                                       f"{self.limits.load_s:.0f} s (an endless loop at top level?)", True)
@@ -151,7 +161,10 @@ class Connection:
                 self.load = LoadOutcome(error=value.get("error"),
                                         cell_errors=list(value.get("cell_errors", [])),
                                         defined=list(value.get("defined", [])))
-            return
+                if self.load.error:
+                    self.load.failure = _import_failed_message(self.label, self.load.error)
+            if not self.load or not self.load.failure:
+                return
         self._raise_load_failure()
 
     def _record_load_failure(self, message: str, timed_out: bool) -> None:
@@ -170,11 +183,11 @@ class Connection:
         if self.pending_seed is not None:
             seed, self.pending_seed = self.pending_seed, None
             self.request({"op": "seed", "seed": seed})
-        timeout = self._time_left()
         try:
-            reply = child.request(doc, timeout)
+            reply = child.request(doc, self._time_left())
         except TimeoutError:
-            raise StudentTimeout(self._timeout_message(timeout)) from None
+            self.timeouts += 1
+            raise StudentTimeout(self._timeout_message()) from None
         except EOFError:
             raise StudentCrashed(_ended_message(child, "during this test")) from None
         except wire.WireError as exc:
@@ -182,22 +195,47 @@ class Connection:
         if "raised" in reply:
             raise make_raised(reply["raised"])
         if "missing" in reply:
-            raise MissingName(f"{self.label} does not define `{reply['missing']}`")
+            raise MissingName(self._missing_message(str(reply["missing"])))
         if not reply.get("ok"):
             raise StudentCrashed(f"unexpected answer from your process: {str(reply)[:200]}")
         return reply.get("value")
 
-    def _time_left(self) -> float:
-        now = time.monotonic()
-        budget_end = self.started + self.limits.per_submission_s
-        return max(min(self.test_deadline, budget_end) - now, 0.0)
+    def _submission_time_left(self) -> float:
+        return self.started + self.limits.per_submission_s - time.monotonic()
 
-    def _timeout_message(self, timeout: float) -> str:
-        if time.monotonic() >= self.started + self.limits.per_submission_s:
+    def _time_left(self) -> float:
+        return max(min(self.test_deadline - time.monotonic(), self._submission_time_left()), 0.0)
+
+    def _timeout_message(self) -> str:
+        if self._submission_time_left() <= 0:
             return (f"the whole submission used its {self.limits.per_submission_s:.0f} s; "
                     "remaining tests were not run")
-        return (f"your code did not finish within {self.limits.per_test_s:.0f} s "
+        return (f"your code did not finish within {self._per_test_s():.0f} s "
                 "(an endless loop, or far too much work?)")
+
+    def _missing_message(self, name: str) -> str:
+        message = f"{self.label} does not define `{name}`"
+        errors = self.load.cell_errors if self.load else []
+        if errors:
+            cells = ", ".join(str(e["cell"]) for e in errors)
+            message += f" (cell {cells} raised an error: was it meant to define it?)"
+        return message
+
+
+def _import_failed_message(label: str, error: dict[str, Any]) -> str:
+    line = _last_line_number(str(error.get("traceback", "")), label)
+    where = f" at line {line}" if line else ""
+    return (f"importing {label} raised {error.get('type')}{where}: {error.get('message')}. "
+            "A module must import without errors: keep demo code under "
+            "`if __name__ == \"__main__\":`")
+
+
+def _last_line_number(traceback_text: str, label: str) -> str:
+    found = ""
+    for ln in traceback_text.splitlines():
+        if label in ln and "line " in ln:
+            found = ln.split("line ", 1)[1].split(",", 1)[0].strip()
+    return found
 
 
 def _ended_message(child: Child, when: str) -> str:

@@ -97,7 +97,7 @@ class LoadReport:
     notices: tuple[str, ...] = ()
     """Plain-word notes for the student: both files present, a cell raised, ..."""
     cell_errors: tuple[dict[str, Any], ...] = ()
-    """[{cell: int (1-based code cell number), index: int, ename, evalue, traceback}]"""
+    """[{cell: 1-based code cell number or None for a module, where, ename, evalue, traceback}]"""
     stdout: str = ""
     stdout_truncated: bool = False
 

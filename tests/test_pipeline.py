@@ -1,0 +1,65 @@
+"""One submission through the whole pipeline, in this process (the child is still sandboxed)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from grader import assignment
+from grader.discover import discover
+from grader.pipeline import GradeOptions, grade_submission
+from grader.results import to_json_dict
+from grader.sandbox import Isolation, Sandbox
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT / "tests" / "corpus"
+
+
+@pytest.fixture(scope="module")
+def attention():
+    return assignment.load(ROOT / "assignments" / "attention" / "assignment.yaml")
+
+
+@pytest.fixture(scope="module")
+def sandbox(attention):
+    with Sandbox(Isolation.AUTO, attention.limits) as box:
+        yield box
+
+
+def _without_timing(result) -> dict:
+    doc = to_json_dict(replace(result, provenance=None))
+    for ex in doc["exercises"]:
+        for t in ex["tests"]:
+            t["duration_s"] = 0
+    return doc
+
+
+@pytest.mark.parametrize("case", ["correct_qkv_module", "dropout_in_eval"])
+def test_five_gradings_give_identical_results(case, attention, sandbox):
+    sub = discover(CORPUS / case, attention)[0]
+    docs = [_without_timing(grade_submission(sub, attention, sandbox, GradeOptions())) for _ in range(5)]
+    assert all(d == docs[0] for d in docs[1:])
+
+
+def test_reference_gets_full_marks_and_records_provenance(attention, sandbox, tmp_path):
+    folder = tmp_path / "reference"
+    folder.mkdir()
+    (folder / "attention.py").write_text((ROOT / "reference" / "attention.py").read_text())
+    (folder / "answers.yaml").write_text((ROOT / "assignments" / "attention" / "solution" / "answers.yaml").read_text())
+    result = grade_submission(discover(folder, attention)[0], attention, sandbox, GradeOptions())
+    assert result.score == result.max_score == 100, [
+        (t.name, t.message) for ex in result.exercises for t in ex.tests if not t.passed]
+    p = result.provenance
+    assert p.assignment == "attention" and p.seed == 1234 and p.device == "cpu"
+    assert p.sandbox == sandbox.level.value and p.grader_version
+
+
+def test_check_mode_never_needs_the_reference_or_key(attention, sandbox):
+    sub = discover(CORPUS / "correct_qkv_module", attention)[0]
+    hidden_free = replace(attention, reference=None, answer_key=None)
+    result = grade_submission(sub, hidden_free, sandbox, GradeOptions(public=True))
+    assert all(t.passed for ex in result.exercises for t in ex.tests)
+    questions = [t for ex in result.exercises for t in ex.tests if t.test_id.startswith("question:")]
+    assert questions and all(t.max_score == 0 for t in questions)
