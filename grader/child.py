@@ -1,14 +1,17 @@
 """The student's side: a forked child that loads one submission and answers calls.
 
-Runs inside the sandbox, after `zygote` forked it. It trusts nothing and decides
-nothing: it executes the student's code, and sends back plain data (see `wire`).
-Verdicts are made in the grader's process.
+Runs inside the sandbox, after `zygote` forked and isolated it, in its private working
+folder (the current directory), where `load` first writes a copy of the submission's
+files (received as text over the socket: the child never reads the instructor's
+disk). It trusts nothing and decides nothing: it executes the student's code, and
+sends back plain data (see `wire`). Verdicts are made in the grader's process.
 """
 
 from __future__ import annotations
 
 import builtins
 import importlib
+import json
 import os
 import random
 import socket
@@ -23,6 +26,7 @@ from grader import wire
 
 MODULE_NAME = "attention_submission"
 _MAX_TEXT = 4000
+_MAX_COPY_BYTES = 16 * 1024 * 1024
 
 
 class Namespace:
@@ -102,15 +106,27 @@ def _make_shell() -> Any:
 
 
 def describe_exception(exc: BaseException, where: str) -> dict[str, Any]:
-    tb = traceback.TracebackException.from_exception(exc, limit=-12)
-    text = "".join(tb.format())
+    try:
+        tb = traceback.TracebackException.from_exception(exc, limit=-12)
+        _drop_grader_frames(tb, set())
+        text = "".join(tb.format())
+    except Exception:  # a hostile exception (a __str__ that raises...) still reports
+        text = f"{type(exc).__name__} (traceback unavailable)"
     return {
         "type": type(exc).__name__,
         "builtin": _builtin_base(type(exc)),
-        "message": _clip(str(exc)),
+        "message": _clip(_safe_str(exc)),
         "traceback": _clip(_student_frames(text)),
         "where": where,
     }
+
+
+def _safe_str(exc: BaseException) -> str:
+    try:
+        text = str(exc)
+        return text if isinstance(text, str) else ""
+    except Exception:
+        return "(the exception's message could not be shown)"
 
 
 def _builtin_base(cls: type) -> str | None:
@@ -118,6 +134,25 @@ def _builtin_base(cls: type) -> str | None:
         if getattr(builtins, base.__name__, None) is base and base.__module__ == "builtins":
             return base.__name__
     return None
+
+
+_GRADER_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _drop_grader_frames(tb: traceback.TracebackException, seen: set[int]) -> None:
+    """Only the student's frames: the child's own are noise (and not the student's)."""
+    if id(tb) in seen:
+        return
+    seen.add(id(tb))
+    tb.stack = traceback.StackSummary.from_list(
+        [f for f in tb.stack if not _is_grader_file(f.filename)])
+    for other in (tb.__cause__, tb.__context__):
+        if other is not None:
+            _drop_grader_frames(other, seen)
+
+
+def _is_grader_file(filename: str) -> bool:
+    return filename.startswith(_GRADER_DIR) or "/grader/child.py" in filename
 
 
 def _student_frames(text: str) -> str:
@@ -201,6 +236,8 @@ class Server:
         return wire.decode(value, self.ns.from_handle, self.device_ok)
 
     def op_load(self, request: dict[str, Any]) -> Any:
+        write_submission_copy(request)
+        sys.argv = [str(request.get("filename", MODULE_NAME))]
         if request["kind"] == "notebook":
             report = load_notebook(self.ns, list(request["cells"]), request["filename"])
         else:
@@ -247,6 +284,50 @@ class Server:
 
 class _Missing(Exception):
     pass
+
+
+# ---------------------------------------------------------------- the submission's copy
+
+
+def write_submission_copy(request: dict[str, Any], folder: str = ".") -> list[str]:
+    """Write the submission's files into the private working folder, before its code runs.
+
+    `files` ({name: text}) when the grader sent them; otherwise the module's source, or
+    the notebook's code cells as a minimal notebook. Names are reduced to a plain file
+    name: nothing is written outside the folder. Best effort: a failure to write (the
+    file-size limit) never stops the grading.
+    """
+    files = request.get("files")
+    if not isinstance(files, dict):
+        files = {}
+        name = str(request.get("filename", ""))
+        if request.get("kind") == "module" and isinstance(request.get("source"), str):
+            files[name] = request["source"]
+        elif request.get("kind") == "notebook" and isinstance(request.get("cells"), list):
+            files[name] = _minimal_notebook([str(c) for c in request["cells"]])
+    written = []
+    for raw_name, text in files.items():
+        name = os.path.basename(str(raw_name))
+        if not name or name in (".", "..") or not isinstance(text, str):
+            continue
+        data = text.encode("utf-8", errors="replace")[:_MAX_COPY_BYTES]
+        try:
+            fd = os.open(os.path.join(folder, name),
+                         os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            written.append(name)
+        except OSError:
+            continue
+    return written
+
+
+def _minimal_notebook(cells: list[str]) -> str:
+    doc = {"nbformat": 4, "nbformat_minor": 5, "metadata": {},
+           "cells": [{"cell_type": "code", "execution_count": None, "metadata": {},
+                      "outputs": [], "source": src, "id": f"cell-{i}"}
+                     for i, src in enumerate(cells)]}
+    return json.dumps(doc, indent=1)
 
 
 # ---------------------------------------------------------------- process setup

@@ -2,29 +2,38 @@
 
     Sandbox (one per grading worker)
       └─ zygote  (bwrap: no network, own pid/ipc/uts, read-only runtime, tmpfs /tmp)
-           └─ child per submission (fresh fork: new session, namespaces, rlimits, nobody)
+           └─ child per submission (fresh fork: new session, namespaces, own uid,
+              private workdir with a copy of the submission, rlimits)
 
 `Sandbox.spawn()` returns a `Child`: a socket for `wire` frames, a drained and capped
-output stream, and the means to kill it. Levels:
+output stream, what isolation it actually got (`Child.isolation`), and the means to
+kill it (with everything it started). Levels:
 
-- `bwrap`: the zygote runs under bubblewrap with only the Python runtime, its packages
-  and the `grader` package bound read-only. Hidden tests, the reference, other
-  submissions, reports/ and $HOME do not exist in there.
-- `process`: the zygote is a plain child process with a scrubbed environment; each
-  child still gets rlimits, a private temp folder and, where the kernel lets it,
-  namespaces and an unprivileged uid. For laptops (macOS) and containers without
-  user namespaces.
+- `bwrap`: the zygote runs under bubblewrap with only the system libraries, the Python
+  runtime, its packages and the `grader` package bound read-only, a size-capped tmpfs
+  /tmp and no network. Hidden tests, the reference, other submissions, reports/ and
+  $HOME do not exist in there. As root, bubblewrap gets no user namespace and the
+  zygote keeps only CAP_SETUID/SETGID/KILL, so each child runs as a uid of its own
+  (the kernel never enforces RLIMIT_NPROC for uid 0, even in a user namespace).
+- `process`: the zygote is a plain child process with a scrubbed environment. As root
+  each child builds a private root filesystem in its own mount namespace (the same
+  read-only view as bwrap) and runs as a uid of its own; otherwise it gets user, pid,
+  net and ipc namespaces where the kernel allows, and rlimits everywhere. For laptops
+  (macOS) and containers without bubblewrap. See SECURITY.md.
 """
 
 from __future__ import annotations
 
 import enum
+import json
 import os
 import shutil
 import socket
+import struct
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +43,12 @@ from grader.errors import SandboxUnavailable
 
 NOBODY = 65534
 _GRADER_PKG = Path(__file__).resolve().parent
+MAX_CHILD_FRAME_BYTES = 64 * 1024 * 1024
+"""A frame from a student's child larger than this ends it (the grader never buffers more)."""
+MAX_REPLY_TEXT = 20_000
+"""Strings in a child's exception and load reports are cut to this many characters."""
+SYSTEM_DIRS = ("/usr", "/bin", "/lib", "/lib32", "/lib64", "/sbin", "/etc/alternatives",
+               "/etc/ld.so.cache", "/etc/localtime")
 
 
 class Isolation(str, enum.Enum):
@@ -73,7 +88,7 @@ class OutputDrain:
     def _run(self) -> None:
         while True:
             try:
-                chunk = self.sock.recv(1 << 16)
+                chunk = self.sock.recv(1 << 20)
             except OSError:
                 break
             if not chunk:
@@ -91,32 +106,43 @@ class OutputDrain:
 class Child:
     """One student's process, as seen from the grader."""
 
-    def __init__(self, sandbox: "Sandbox", pid: int, sock: socket.socket, drain: OutputDrain):
+    def __init__(self, sandbox: "Sandbox", pid: int, sock: socket.socket, drain: OutputDrain,
+                 isolation: dict[str, Any] | None = None):
         self.sandbox = sandbox
         self.pid = pid
         self.sock = sock
         self.drain = drain
         self.exit_status: int | None = None
+        self.isolation: dict[str, Any] = isolation or {}
+        """What the child reported about its isolation before any student code ran."""
 
     @property
     def alive(self) -> bool:
         return self.exit_status is None
 
     def request(self, doc: dict[str, Any], timeout_s: float) -> dict[str, Any]:
-        """Send a request and wait for its answer; raise TimeoutError or EOFError."""
-        self.sock.settimeout(max(timeout_s, 0.001))
+        """Send a request and wait for its answer; raise TimeoutError or EOFError.
+
+        The answer comes from a process the student controls: it is read with one
+        deadline for the whole frame (a trickle of bytes cannot hold the grader), at most
+        `MAX_CHILD_FRAME_BYTES`, and checked for shape; anything else raises
+        `wire.WireError` and the child is killed.
+        """
+        deadline = time.monotonic() + max(timeout_s, 0.001)
         try:
+            self.sock.settimeout(max(timeout_s, 0.001))
             wire.send_frame(self.sock, doc)
-            return wire.recv_frame(self.sock)
-        except socket.timeout:
-            self.kill()
-            raise TimeoutError(f"no answer within {timeout_s:.0f} s") from None
-        except (BrokenPipeError, ConnectionResetError, EOFError):
-            self.kill()
-            raise EOFError("the student's process ended") from None
+            reply = recv_frame_until(self.sock, deadline, MAX_CHILD_FRAME_BYTES)
+            return checked_reply(doc, reply)
         except wire.WireError:
             self.kill()
             raise
+        except (socket.timeout, TimeoutError):
+            self.kill()
+            raise TimeoutError(f"no answer within {timeout_s:.0f} s") from None
+        except (EOFError, OSError):
+            self.kill()
+            raise EOFError("the student's process ended") from None
 
     def close(self) -> None:
         if self.alive:
@@ -141,6 +167,11 @@ class Sandbox:
         self.requested = Isolation(isolation)
         self.limits = limits
         self.level: Isolation | None = None
+        self.strategy = ""
+        """How the zygote isolates each child (see `zygote`): root-private,
+        setuid-userns, userns or none."""
+        self.facts: dict[str, Any] = {}
+        """The isolation the latest child reported (namespaces, uid, filesystem, limits)."""
         self._proc: subprocess.Popen[bytes] | None = None
         self._control: socket.socket | None = None
         self._lock = threading.Lock()
@@ -152,14 +183,20 @@ class Sandbox:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def start(self) -> None:
+    def resolve_level(self) -> Isolation:
+        """The level `start` will use: `auto` is bwrap where it works, else process;
+        `bwrap` where it does not work raises SandboxUnavailable."""
         level = self.requested
         if level is Isolation.AUTO:
-            level = Isolation.BWRAP if bwrap_works() else Isolation.PROCESS
-        elif level is Isolation.BWRAP and not bwrap_works():
+            return Isolation.BWRAP if bwrap_works() else Isolation.PROCESS
+        if level is Isolation.BWRAP and not bwrap_works():
             raise SandboxUnavailable.bwrap_missing()
+        return level
+
+    def start(self) -> None:
+        level = self.resolve_level()
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        argv = _zygote_argv(level, theirs.fileno())
+        argv = _zygote_argv(level, theirs.fileno(), self.limits)
         self._proc = subprocess.Popen(
             argv, pass_fds=[theirs.fileno()], env=_clean_env(level),
             stdin=subprocess.DEVNULL, cwd="/",
@@ -169,10 +206,11 @@ class Sandbox:
         self.level = level
         ours.settimeout(180)
         try:
-            wire.recv_frame(ours)
+            ready = wire.recv_frame(ours)
         except (EOFError, OSError, wire.WireError):
             self.stop()
             raise SandboxUnavailable(_zygote_died_message(self._proc)) from None
+        self.strategy = str(ready.get("strategy", ""))
 
     def stop(self) -> None:
         if self._control is not None:
@@ -180,7 +218,7 @@ class Sandbox:
             self._control = None
         if self._proc is not None:
             try:
-                self._proc.wait(timeout=5)
+                self._proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 self._proc.kill()
                 self._proc.wait()
@@ -195,12 +233,26 @@ class Sandbox:
         proto_theirs.close()
         out_theirs.close()
         drain = OutputDrain(out_ours, self.limits.output_kb * 1024)
-        return Child(self, int(reply["pid"]), proto_ours, drain)
+        child = Child(self, int(reply["pid"]), proto_ours, drain)
+        # The child's first frame, sent before any student code runs.
+        try:
+            first = recv_frame_until(proto_ours, time.monotonic() + max(self.limits.load_s, 30),
+                                     1 << 20)
+            facts = first.get("isolation")
+            child.isolation = facts if isinstance(facts, dict) else {}
+        except (EOFError, OSError, wire.WireError):
+            child.isolation = {"error": "the child ended before reporting its isolation"}
+        self.facts = child.isolation
+        return child
+
+    def describe(self) -> str:
+        """One line for reports: the level, and what the latest child actually got."""
+        return describe(self.level, self.facts)
 
     def kill(self, pid: int) -> int:
         try:
             reply = self._control_call(_frame({"op": "kill", "pid": pid}), [])
-        except (OSError, EOFError, RuntimeError):
+        except (OSError, EOFError, RuntimeError, wire.WireError):
             return -1
         return int(reply.get("status", -1))
 
@@ -217,9 +269,6 @@ class Sandbox:
 
 
 def _frame(doc: dict[str, Any]) -> bytes:
-    import json
-    import struct
-
     body = json.dumps(doc).encode()
     return struct.pack(">I", len(body)) + body
 
@@ -227,6 +276,96 @@ def _frame(doc: dict[str, Any]) -> bytes:
 def _zygote_died_message(proc: subprocess.Popen[bytes] | None) -> str:
     code = proc.wait(5) if proc else None
     return f"the sandbox's warm process exited (status {code}); is torch importable?"
+
+
+# ---------------------------------------------------------------- reading a child
+
+
+def recv_frame_until(sock: socket.socket, deadline: float, max_bytes: int) -> dict[str, Any]:
+    """`wire.recv_frame` with one deadline for the whole frame (TimeoutError after it)."""
+    (length,) = struct.unpack(">I", _recv_exact_until(sock, 4, deadline))
+    if length > max_bytes:
+        raise wire.WireError(f"a frame of {length} bytes exceeds the {max_bytes}-byte limit")
+    body = _recv_exact_until(sock, length, deadline)
+    try:
+        doc = json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise wire.WireError(f"frame is not JSON: {str(exc)[:200]}") from None
+    if not isinstance(doc, dict):
+        raise wire.WireError("frame is not a JSON object")
+    return doc
+
+
+def _recv_exact_until(sock: socket.socket, n: int, deadline: float) -> bytes:
+    chunks = bytearray()
+    while len(chunks) < n:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("deadline passed")
+        sock.settimeout(left)
+        chunk = sock.recv(min(n - len(chunks), 1 << 20))
+        if not chunk:
+            raise EOFError("peer closed the connection")
+        chunks += chunk
+    return bytes(chunks)
+
+
+def checked_reply(request: dict[str, Any], reply: dict[str, Any]) -> dict[str, Any]:
+    """A child's answer in the shape `proxy` expects, or `wire.WireError`.
+
+    The child runs the student's code, which can write to this socket itself: a forged
+    answer must at worst be a wrong value, never a crash of the grader's side."""
+    if "ok" in reply:
+        if reply["ok"] is not True:
+            raise wire.WireError("malformed answer: 'ok' is not true")
+        value = reply.get("value")
+        if request.get("op") == "load":
+            value = _checked_load(value)
+        return {"ok": True, "value": value}
+    if "raised" in reply:
+        return {"raised": _checked_error(reply["raised"])}
+    if "missing" in reply and isinstance(reply["missing"], str):
+        return {"missing": reply["missing"][:200]}
+    if "protocol_error" in reply and isinstance(reply["protocol_error"], str):
+        return {"protocol_error": reply["protocol_error"][:MAX_REPLY_TEXT]}
+    raise wire.WireError(f"malformed answer with keys {sorted(map(str, reply))[:5]}")
+
+
+def _checked_error(info: Any) -> dict[str, Any]:
+    if not isinstance(info, dict):
+        raise wire.WireError("malformed exception report")
+    out: dict[str, Any] = {}
+    for key in ("type", "message", "traceback", "where"):
+        value = info.get(key, "")
+        if not isinstance(value, str):
+            raise wire.WireError(f"malformed exception report ({key})")
+        out[key] = value[:MAX_REPLY_TEXT]
+    builtin = info.get("builtin")
+    if builtin is not None and not isinstance(builtin, str):
+        raise wire.WireError("malformed exception report (builtin)")
+    out["builtin"] = builtin[:100] if builtin else None
+    if "cell" in info:
+        if not isinstance(info["cell"], int) or isinstance(info["cell"], bool):
+            raise wire.WireError("malformed exception report (cell)")
+        out["cell"] = info["cell"]
+    return out
+
+
+def _checked_load(value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise wire.WireError("malformed load report")
+    error = value.get("error")
+    cells = value.get("cell_errors", [])
+    defined = value.get("defined", [])
+    if not isinstance(cells, list) or not isinstance(defined, list):
+        raise wire.WireError("malformed load report")
+    if not all(isinstance(d, str) for d in defined):
+        raise wire.WireError("malformed load report (defined)")
+    checked_cells = [_checked_error(c) for c in cells[:1000]]
+    if any("cell" not in c for c in checked_cells):
+        raise wire.WireError("malformed load report (cell number)")
+    return {"error": None if error is None else _checked_error(error),
+            "cell_errors": checked_cells, "defined": [d[:200] for d in defined[:500]]}
 
 
 # ---------------------------------------------------------------- launching
@@ -245,26 +384,63 @@ def _contains_grader_repo(path: str) -> bool:
     return Path(path).resolve() in _GRADER_PKG.parents and (Path(path) / "assignments").exists()
 
 
-def _zygote_argv(level: Isolation, fd: int) -> list[str]:
+def readonly_paths() -> list[str]:
+    """What a child may read: system libraries and the Python runtime; nothing else."""
+    return [p for p in SYSTEM_DIRS if os.path.lexists(p)] + _python_paths()
+
+
+def _tmp_size_bytes(limits: Limits) -> int:
+    return max(64, 4 * limits.file_size_mb) * 1024 * 1024
+
+
+def _zygote_argv(level: Isolation, fd: int, limits: Limits = Limits()) -> list[str]:
     python = os.path.realpath(sys.executable)
     if level is Isolation.PROCESS:
-        return [python, "-I", "-c", _BOOT, str(_GRADER_PKG.parent), str(fd)]
-    argv = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session",
-            "--uid", str(NOBODY), "--gid", str(NOBODY), "--hostname", "sandbox",
-            "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
-    for sys_dir in ("/usr", "/bin", "/lib", "/lib64", "/sbin", "/etc/alternatives",
-                    "/etc/ld.so.cache", "/etc/localtime"):
-        if os.path.exists(sys_dir):
-            argv += ["--ro-bind", sys_dir, sys_dir]
-    for path in _python_paths():
+        config = {"level": "process", "private_root": True, "ro_paths": readonly_paths()}
+        return [python, "-I", "-c", _BOOT, str(_GRADER_PKG.parent), str(fd), json.dumps(config)]
+    argv = ["bwrap", *_bwrap_namespace_args(),
+            "--hostname", "sandbox", "--proc", "/proc", "--dev", "/dev",
+            "--size", str(_tmp_size_bytes(limits)), "--tmpfs", "/tmp"]
+    binds = _outermost([*readonly_paths()])
+    made = {"/", "/tmp", "/proc", "/dev"}
+    for path in binds:
+        for parent in reversed(Path(path).parents):
+            p = str(parent)
+            if p not in made and not any(p == b or p.startswith(b + "/") for b in binds):
+                argv += ["--perms", "0755", "--dir", p]
+                made.add(p)
         argv += ["--ro-bind", path, path]
-    argv += ["--ro-bind", str(_GRADER_PKG), "/opt/grader/grader", "--chdir", "/tmp"]
-    return argv + [python, "-I", "-c", _BOOT, "/opt/grader", str(fd)]
+    argv += ["--perms", "0755", "--dir", "/opt/grader",
+             "--ro-bind", str(_GRADER_PKG), "/opt/grader/grader", "--chdir", "/tmp"]
+    config = {"level": "bwrap", "private_root": False}
+    return argv + [python, "-I", "-c", _BOOT, "/opt/grader", str(fd), json.dumps(config)]
+
+
+def _bwrap_namespace_args() -> list[str]:
+    common = ["--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net",
+              "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+    if os.geteuid() == 0:
+        # No user namespace: uid 0 there would be uid 0 outside, for which the kernel
+        # ignores RLIMIT_NPROC. The zygote keeps only what it needs to give each child
+        # a uid of its own and to kill what that child leaves behind.
+        return common + ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID",
+                         "--cap-add", "CAP_SETGID", "--cap-add", "CAP_KILL"]
+    return common + ["--unshare-user", "--uid", str(NOBODY), "--gid", str(NOBODY)]
+
+
+def _outermost(paths: list[str]) -> list[str]:
+    clean = sorted({os.path.normpath(p) for p in paths})
+    out: list[str] = []
+    for p in clean:
+        if not any(p == o or p.startswith(o.rstrip("/") + "/") for o in out):
+            out.append(p)
+    return out
 
 
 # -I ignores PYTHON* variables and user site-packages; the grader package is put on
 # the path explicitly, and nothing from the submission's folder is importable.
-_BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from grader import zygote; zygote.main(int(sys.argv[2]))"
+_BOOT = ("import sys, json; sys.path.insert(0, sys.argv[1]); from grader import zygote; "
+         "zygote.main(int(sys.argv[2]), json.loads(sys.argv[3]) if len(sys.argv) > 3 else None)")
 
 
 def _clean_env(level: Isolation) -> dict[str, str]:
@@ -296,7 +472,7 @@ def bwrap_works() -> bool:
 def _probe_bwrap() -> bool:
     if sys.platform != "linux" or shutil.which("bwrap") is None:
         return False
-    argv = ["bwrap", "--unshare-all", "--die-with-parent", "--uid", str(NOBODY),
+    argv = ["bwrap", *_bwrap_namespace_args(),
             "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "true"]
     try:
         done = subprocess.run(argv, capture_output=True, timeout=10)
@@ -305,11 +481,34 @@ def _probe_bwrap() -> bool:
     return done.returncode == 0
 
 
-def describe(level: Isolation | None) -> str:
-    return {
+_STRATEGY_WORDS = {
+    "root-private": "private root filesystem, own uid",
+    "setuid-userns": "own uid",
+    "userns": "user namespace",
+    "none": "no namespaces",
+}
+
+
+def describe(level: Isolation | None, facts: dict[str, Any] | None = None) -> str:
+    """What an isolation level gives, in words; with a child's facts, what it got."""
+    base = {
         Isolation.BWRAP: "bubblewrap sandbox (no network, read-only runtime, private /tmp, rlimits)",
         Isolation.PROCESS: "plain child process (rlimits, private temp folder; no filesystem sandbox)",
     }.get(level, "none") if level else "none"
+    if not facts or level is None:
+        return base
+    if level is Isolation.PROCESS and facts.get("filesystem") == "private-root":
+        base = "plain child process (rlimits, private root filesystem, own uid)"
+    parts = []
+    if facts.get("namespaces"):
+        parts.append("namespaces: " + ",".join(map(str, facts["namespaces"])))
+    if facts.get("outside_uid") not in (None, 0):
+        parts.append(f"uid {facts['outside_uid']}")
+    elif facts.get("outside_uid") == 0:
+        parts.append("uid 0 (no uid change)")
+    for note in facts.get("notes", [])[:3]:
+        parts.append(str(note))
+    return base + (" [" + "; ".join(parts) + "]" if parts else "")
 
 
 __all__ = ["Child", "Isolation", "Limits", "Sandbox", "bwrap_works", "describe"]

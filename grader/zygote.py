@@ -2,10 +2,37 @@
 
 Started by `sandbox` (inside bubblewrap, or as a plain process). It stays
 single-threaded and never runs a torch op, so forking is safe and cheap (~10 ms instead
-of ~1.3 s for a fresh interpreter). Each child gets a new session, a private empty
-temp folder, its own namespaces where the kernel allows (pid, net, ipc, mount), hard
-resource limits, and no state from any earlier child: the zygote itself never runs
-student code.
+of ~1.3 s for a fresh interpreter). The zygote itself never runs student code.
+
+Each child, before any student code runs:
+
+1. closes every file descriptor but its protocol socket and its output socket (the
+   zygote's control socket above all: a child holding it could steal or forge the
+   zygote's frames and disturb the next student);
+2. enters new namespaces and drops to an unprivileged user, in one of these ways:
+
+   - `root-private`: the zygote is real root (process mode as root). The child
+     unshares mount, pid, net, ipc and uts namespaces, becomes pid 1 of the new pid
+     namespace, builds a private root on a size-capped tmpfs (read-only binds of the
+     system libraries and the Python runtime, a minimal /dev, a fresh /proc, a private
+     workdir; nothing else: not the repository, not the assignment, not reports/, not
+     $HOME), moves it to / and chroots into it, then setuid()s to a uid of its own.
+   - `setuid-userns`: the zygote is root with only CAP_SETUID/SETGID/KILL (bubblewrap
+     as root) or a root that cannot mount. The child setuid()s to a uid of its own,
+     then unshares user, pid, net, ipc and uts namespaces (uid 65534 inside).
+   - `userns`: the zygote is not root (a laptop, unprivileged bubblewrap): the child
+     unshares user, pid, net, ipc and uts namespaces (uid 65534 inside).
+   - `none`: no namespaces (macOS, or a kernel that refuses): rlimits only.
+
+   A uid of its own (random in [UID_MIN, UID_MAX)) makes RLIMIT_NPROC count only this
+   child's processes (the kernel does not enforce RLIMIT_NPROC for uid 0 at all, even
+   inside a user namespace: measured), and lets the zygote kill every process the
+   child left behind with kill(-1) from that uid, even without a pid namespace;
+3. sets no_new_privs, drops every capability, applies rlimits (address space, CPU
+   seconds, processes, file size, no core dumps);
+4. sends one `{"isolation": {...}}` frame describing what it actually got, then serves
+   `child.run` on its protocol socket, always fd 3 (stdin is /dev/null; stdout and
+   stderr go to the output socket).
 
 Control protocol on the inherited Unix socket (frames from `wire`):
     {"op": "fork", "limits": {...}} + 2 fds (protocol, output) -> {"pid": n}
@@ -15,13 +42,17 @@ Control protocol on the inherited Unix socket (frames from `wire`):
 from __future__ import annotations
 
 import ctypes
+import errno
+import json
 import os
+import random
 import resource
 import shutil
 import signal
 import socket
 import sys
 import tempfile
+import time
 from typing import Any
 
 import IPython.core.interactiveshell  # noqa: F401
@@ -38,21 +69,50 @@ import torch._subclasses.fake_tensor  # noqa: F401
 from grader import child, wire
 
 CLONE_NEWNS = 0x00020000
+CLONE_NEWUTS = 0x04000000
+CLONE_NEWIPC = 0x08000000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
-CLONE_NEWIPC = 0x08000000
 PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
+PR_SET_NO_NEW_PRIVS = 38
+PR_SET_CHILD_SUBREAPER = 36
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_MOVE, MS_REC, MS_PRIVATE = 32, 4096, 8192, 16384, 1 << 18
 NOBODY = 65534
+UID_MIN = 1_900_000_000
+UID_MAX = 2_000_000_000
+SANDBOX_HOSTNAME = "sandbox"
+
+_LINUX = sys.platform.startswith("linux")
+_libc: Any = ctypes.CDLL(None, use_errno=True) if _LINUX else None
 
 
-def main(control_fd: int) -> None:
+class _Config:
+    """What the sandbox told the zygote at start (argv[3], JSON)."""
+
+    def __init__(self, doc: dict[str, Any]) -> None:
+        self.level = str(doc.get("level", "process"))
+        self.private_root = bool(doc.get("private_root", False))
+        self.ro_paths = [str(p) for p in doc.get("ro_paths", [])]
+
+
+def main(control_fd: int, config: dict[str, Any] | None = None) -> None:
+    cfg = _Config(config or {})
     control = socket.socket(fileno=control_fd)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    # What a child leaves behind when it is killed (the pid-1 process of its namespace,
+    # orphans) is re-parented here and reaped, instead of piling up as zombies under an
+    # init that may never reap them (a container's).
+    _prctl(PR_SET_CHILD_SUBREAPER, 1)
+    strategy = _strategy(cfg)
     tmp_root = tempfile.mkdtemp(prefix="grader-children-")
-    os.chmod(tmp_root, 0o711)
-    workdirs: dict[int, str] = {}
-    wire.send_frame(control, {"ready": True, "pid": os.getpid()})
+    # Children that become their own uid before creating their workdir need to write
+    # here; sticky and not listable, so none can see or remove another's.
+    os.chmod(tmp_root, 0o1733 if strategy in ("setuid-userns",) else 0o711)
+    children: dict[int, tuple[str, int | None, int | None]] = {}
+    wire.send_frame(control, {"ready": True, "pid": os.getpid(), "strategy": strategy})
     while True:
         try:
             msg, fds, _flags, _addr = socket.recv_fds(control, 1 << 16, 2)
@@ -61,72 +121,272 @@ def main(control_fd: int) -> None:
         if not msg:
             break
         request = _parse(msg)
+        _reap_orphans(children)
         if request.get("op") == "fork" and len(fds) == 2:
-            pid, workdirs[pid] = _fork_child(fds[0], fds[1], request.get("limits", {}), tmp_root)
+            workdir = os.path.join(tmp_root, "s-" + os.urandom(6).hex())
+            uid = _fresh_uid() if strategy in ("root-private", "setuid-userns") else None
+            pid, inner = _fork_child(fds[0], fds[1], request.get("limits", {}), workdir, uid,
+                                     strategy, cfg)
+            children[pid] = (workdir, uid, inner)
             for fd in fds:
                 os.close(fd)
             wire.send_frame(control, {"pid": pid})
         elif request.get("op") == "kill":
             pid = int(request["pid"])
-            wire.send_frame(control, {"status": _kill(pid)})
-            shutil.rmtree(workdirs.pop(pid, ""), ignore_errors=True)
+            workdir, uid, inner = children.pop(pid, ("", None, None))
+            status = _kill(pid, _exited.pop(pid, None), inner)
+            if uid is not None:
+                _reap_uid(uid, workdir)
+            if workdir:
+                shutil.rmtree(workdir, ignore_errors=True)
+            _reap_orphans(children)
+            wire.send_frame(control, {"status": status})
         else:
             for fd in fds:
                 os.close(fd)
             wire.send_frame(control, {"error": "bad request"})
+    for pid, (workdir, uid, inner) in children.items():
+        _kill(pid, _exited.pop(pid, None), inner)
+        if uid is not None:
+            _reap_uid(uid, workdir)
+    _reap_orphans({}, wait_s=1.0)
     shutil.rmtree(tmp_root, ignore_errors=True)
+    # Skip the interpreter's teardown of torch (seconds): nothing is left to flush.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def _parse(msg: bytes) -> dict[str, Any]:
-    import json
-
-    doc = json.loads(msg[4:].decode("utf-8"))
+    try:
+        doc = json.loads(msg[4:].decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return {}
     return doc if isinstance(doc, dict) else {}
 
 
-def _kill(pid: int) -> int:
+def _strategy(cfg: _Config) -> str:
+    """How children will be isolated, from what this zygote is allowed to do."""
+    if not _LINUX:
+        return "none"
+    if os.geteuid() == 0:
+        if cfg.private_root and _has_cap(21):  # CAP_SYS_ADMIN
+            return "root-private"
+        if _has_cap(6) and _has_cap(7):  # CAP_SETGID, CAP_SETUID
+            return "setuid-userns"
+    return "userns"
+
+
+def _has_cap(bit: int) -> bool:
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("CapEff:"):
+                    return bool(int(line.split()[1], 16) >> bit & 1)
+    except OSError:
+        pass
+    return False
+
+
+def _fresh_uid() -> int:
+    return random.SystemRandom().randrange(UID_MIN, UID_MAX)
+
+
+# ---------------------------------------------------------------- killing
+
+
+_exited: dict[int, int] = {}
+"""Exit statuses of our children that `_reap_orphans` collected before their `kill`."""
+
+
+def _reap_orphans(children: dict[int, Any], wait_s: float = 0.0) -> None:
+    """Collect exited children and orphans; with `wait_s`, wait that long for an orphan
+    (a killed child's pid-1 process, which may still be dying)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid in children:
+            _exited[pid] = status
+        elif pid:
+            if wait_s:
+                return  # the orphan we were waiting for
+            continue
+        if pid == 0:
+            if time.monotonic() >= deadline:
+                return
+            time.sleep(0.002)
+
+
+def _kill(pid: int, status: int | None = None, inner: int | None = None) -> int:
+    """Kill a child with everything it started; its exit status, as a shell gives it.
+
+    `inner` is the pid-1 process of the child's pid namespace (the one running student
+    code), which `pid` waits for. Killing it first tears the namespace down, lets `pid`
+    reap it and exit, and leaves no orphan behind."""
+    if status is None and inner is not None:
+        try:
+            done, status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            done, status = pid, 0
+        if done == 0:
+            status = None
+            try:
+                os.kill(inner, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            deadline = time.monotonic() + 2.0
+            while time.monotonic() < deadline:
+                done, st = os.waitpid(pid, os.WNOHANG)
+                if done:
+                    status = st
+                    break
+                time.sleep(0.001)
     for target in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
         try:
             target()
         except (ProcessLookupError, PermissionError):
             pass
-    try:
-        _, status = os.waitpid(pid, 0)
-    except ChildProcessError:
-        return 0
+    if status is None:
+        try:
+            _, status = os.waitpid(pid, 0)
+        except ChildProcessError:
+            return 0
     code = os.waitstatus_to_exitcode(status)
     return 128 - code if code < 0 else code
 
 
-def _fork_child(
-    proto_fd: int, out_fd: int, limits: dict[str, Any], tmp_root: str
-) -> tuple[int, str]:
-    workdir = tempfile.mkdtemp(prefix="s-", dir=tmp_root)
+def _reap_uid(uid: int, workdir: str) -> None:
+    """Kill every process of a child's own uid, then remove its workdir, as that uid.
+
+    kill(-1) from a process of uid U reaches exactly the processes of uid U (nothing
+    else runs as U), wherever they hid: a new session, a daemonized grandchild. Run
+    from a short-lived fork of the zygote, which keeps its own privileges.
+    """
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+            for _ in range(3):
+                try:
+                    os.kill(-1, signal.SIGKILL)
+                except ProcessLookupError:
+                    break
+            if workdir and os.path.isdir(workdir):
+                shutil.rmtree(workdir, ignore_errors=True)
+        except BaseException:
+            code = 1
+        os._exit(code)
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass
+
+
+# ---------------------------------------------------------------- the child
+
+
+def _fork_child(proto_fd: int, out_fd: int, limits: dict[str, Any], workdir: str,
+                uid: int | None, strategy: str, cfg: _Config) -> tuple[int, int | None]:
+    """Fork one child; its pid, and the pid of its namespace's pid-1 process if any."""
+    global _report_fd
+    read_end, write_end = os.pipe()
     pid = os.fork()
     if pid:
-        return pid, workdir
+        os.close(write_end)
+        return pid, _read_inner_pid(read_end)
     code = 70
     try:
+        os.close(read_end)
+        _report_fd = write_end
+        _close_other_fds(proto_fd, out_fd, write_end)
         os.setsid()
-        _enter_child(proto_fd, out_fd, limits, workdir)
+        _enter_child(proto_fd, out_fd, limits, workdir, uid, strategy, cfg)
         code = 0
     except BaseException:  # the child must never return into the zygote's loop
         code = 71
     finally:
-        shutil.rmtree(workdir, ignore_errors=True)
         os._exit(code)
 
 
-def _enter_child(proto_fd: int, out_fd: int, limits: dict[str, Any], workdir: str) -> None:
-    proto = socket.socket(fileno=proto_fd)
+_report_fd: int | None = None
+"""In a child until its isolation is done: where to tell the zygote the inner pid."""
+
+
+def _read_inner_pid(fd: int) -> int | None:
+    import select
+
+    data = b""
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([fd], [], [], max(deadline - time.monotonic(), 0))
+            if not ready:
+                break
+            chunk = os.read(fd, 32)
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        os.close(fd)
+    return int(data) if data.strip().isdigit() else None
+
+
+def _close_report_fd() -> None:
+    global _report_fd
+    if _report_fd is not None:
+        os.close(_report_fd)
+        _report_fd = None
+
+
+def _close_other_fds(*keep: int) -> None:
+    """Only the protocol and output sockets survive into the child."""
+    top = 1 << 16
+    try:
+        top = min(os.sysconf("SC_OPEN_MAX"), top)
+    except (ValueError, OSError):
+        pass
+    low = 3
+    for fd in sorted(keep):
+        if fd > low:
+            os.closerange(low, fd)
+        low = max(low, fd + 1)
+    os.closerange(low, top)
+
+
+PROTOCOL_FD = 3
+"""Where a child finds its protocol socket, whatever the zygote's numbering."""
+
+
+def _enter_child(proto_fd: int, out_fd: int, limits: dict[str, Any], workdir: str,
+                 uid: int | None, strategy: str, cfg: _Config) -> None:
+    global _report_fd
     _redirect_output(out_fd)
-    _isolate(limits, workdir)
+    if proto_fd != PROTOCOL_FD:
+        if _report_fd == PROTOCOL_FD:
+            _report_fd = os.dup(PROTOCOL_FD)
+        os.dup2(proto_fd, PROTOCOL_FD)
+        os.close(proto_fd)
+    proto = socket.socket(fileno=PROTOCOL_FD)
+    facts = _isolate(limits, workdir, uid, strategy, cfg)
     os.chdir(workdir)
     os.environ.clear()
-    os.environ.update({"HOME": workdir, "TMPDIR": workdir, "PATH": "/usr/bin:/bin",
-                       "LANG": "C.UTF-8", "MPLBACKEND": "Agg", "OMP_NUM_THREADS": "1"})
-    _apply_limits(limits)
+    os.environ.update(child_environment(workdir))
+    facts["limits"] = _apply_limits(limits, facts)
+    wire.send_frame(proto, {"isolation": facts})
     child.run(proto)
+
+
+def child_environment(workdir: str) -> dict[str, str]:
+    """The whole environment of student code: the same under check and grade."""
+    return {"HOME": workdir, "TMPDIR": workdir, "PATH": "/usr/bin:/bin",
+            "LANG": "C.UTF-8", "MPLBACKEND": "Agg", "OMP_NUM_THREADS": "1",
+            "USER": "student", "LOGNAME": "student"}
 
 
 def _redirect_output(out_fd: int) -> None:
@@ -141,61 +401,285 @@ def _redirect_output(out_fd: int) -> None:
     sys.stdin = open(0, "r", closefd=False)
 
 
-def _isolate(limits: dict[str, Any], workdir: str) -> None:
-    """New namespaces where the kernel lets us, then drop to an unprivileged user."""
-    if limits.get("namespaces", True):
-        _try_unshare(workdir)
-    if os.getuid() == 0 and limits.get("drop_uid", True):
-        os.chown(workdir, NOBODY, NOBODY)
-        os.setgroups([])
-        os.setgid(NOBODY)
-        os.setuid(NOBODY)
+def _isolate(limits: dict[str, Any], workdir: str, uid: int | None, strategy: str,
+             cfg: _Config) -> dict[str, Any]:
+    facts: dict[str, Any] = {"strategy": strategy, "namespaces": [], "filesystem": "shared",
+                             "uid": os.getuid(), "notes": []}
+    if cfg.level == "bwrap":
+        facts["filesystem"] = "bwrap"
+    size_mb = max(64, 4 * int(limits.get("file_size_mb", 16)))
+    if strategy == "root-private" and uid is not None:
+        _isolate_root_private(workdir, uid, cfg, size_mb, facts)
+    elif strategy == "setuid-userns" and uid is not None:
+        _become(uid)
+        os.mkdir(workdir, 0o700)
+        _isolate_userns(facts)
+    else:
+        os.makedirs(workdir, 0o700, exist_ok=True)
+        if strategy == "userns":
+            _isolate_userns(facts)
+        else:
+            facts["notes"].append("no namespaces on this system: rlimits only")
+    facts["uid"] = os.getuid()
+    facts["outside_uid"] = uid if uid is not None else facts.get("outside_uid", os.getuid())
+    _close_report_fd()
+    if _LINUX:
+        # setuid() clears the parent-death signal: set it again, last.
+        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        _prctl(PR_SET_NO_NEW_PRIVS, 1)
+        _drop_capabilities()
+    facts["workdir"] = workdir
+    return facts
 
 
-def _try_unshare(workdir: str) -> None:
-    """Private net/ipc namespaces; a pid namespace so no process outlives the child."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    flags = CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWPID
-    if os.getuid() != 0:
-        flags |= CLONE_NEWUSER
-    if libc.unshare(flags) != 0:
+def _become(uid: int) -> None:
+    """setuid to a fresh uid; keep /proc/self ours (setuid clears 'dumpable')."""
+    os.setgroups([])
+    os.setgid(uid)
+    os.setuid(uid)
+    _prctl(PR_SET_DUMPABLE, 1)
+
+
+def _isolate_userns(facts: dict[str, Any]) -> None:
+    outside = os.getuid()
+    outside_gid = os.getgid()
+    flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS
+    if _libc.unshare(flags) != 0:
+        err = ctypes.get_errno()
+        facts["notes"].append(f"unshare(user, pid, net, ipc) failed: {os.strerror(err)}")
         return
-    # The pid namespace applies to our next child: it becomes pid 1 there, and when
-    # it dies the kernel kills every process the student left behind.
+    try:
+        _write("/proc/self/setgroups", "deny")
+        _write("/proc/self/uid_map", f"{NOBODY} {outside} 1")
+        _write("/proc/self/gid_map", f"{NOBODY} {outside_gid} 1")
+    except OSError as exc:
+        facts["notes"].append(f"uid map not written: {exc}")
+    facts["namespaces"] = ["user", "pid", "net", "ipc", "uts"]
+    facts["outside_uid"] = outside
+    _become_pid1()
+    try:
+        socket.sethostname(SANDBOX_HOSTNAME)
+    except OSError:
+        pass
+
+
+def _isolate_root_private(workdir: str, uid: int, cfg: _Config, size_mb: int,
+                          facts: dict[str, Any]) -> None:
+    flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS
+    os.makedirs(workdir, 0o700, exist_ok=True)
+    if _libc.unshare(flags) != 0:
+        err = ctypes.get_errno()
+        facts["notes"].append(f"unshare(mount, pid, net, ipc) failed: {os.strerror(err)}")
+        _become(uid)
+        return
+    facts["namespaces"] = ["mount", "pid", "net", "ipc", "uts"]
+    _become_pid1()
+    try:
+        socket.sethostname(SANDBOX_HOSTNAME)
+    except OSError:
+        pass
+    try:
+        _private_root(workdir, uid, cfg.ro_paths, size_mb)
+        facts["filesystem"] = "private-root"
+    except OSError as exc:
+        facts["notes"].append(f"private root not built ({exc}); the filesystem is shared")
+    _become(uid)
+
+
+def _become_pid1() -> None:
+    """After unshare(CLONE_NEWPID) our next child is pid 1 of the new namespace; when
+    it dies, the kernel kills every process left in there. We tell the zygote its pid,
+    wait for it, and leave with its exit status."""
     pid = os.fork()
     if pid == 0:
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        _close_report_fd()
+        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
         return
-    _, status = os.waitpid(pid, 0)
+    if _report_fd is not None:
+        os.write(_report_fd, str(pid).encode())
+    _close_report_fd()
+    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    while True:
+        try:
+            _, status = os.waitpid(pid, 0)
+            break
+        except InterruptedError:
+            continue
     code = os.waitstatus_to_exitcode(status)
     os._exit(128 - code if code < 0 else code)
 
 
-def _apply_limits(limits: dict[str, Any]) -> None:
+def _private_root(workdir: str, uid: int, ro_paths: list[str], size_mb: int) -> None:
+    """Build a new / on a tmpfs mounted over `workdir` and chroot into it (we are root in
+    a fresh mount namespace; the host never sees these mounts)."""
+    _mount(None, "/", None, MS_REC | MS_PRIVATE)
+    root = workdir
+    _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size_mb}m,mode=0755")
+    for path in _outermost(ro_paths):
+        _bind_readonly(path, root + path)
+    dev = root + "/dev"
+    os.makedirs(dev, 0o755, exist_ok=True)
+    for name in ("null", "zero", "full", "random", "urandom"):
+        if os.path.exists("/dev/" + name):
+            open(f"{dev}/{name}", "w").close()
+            _mount("/dev/" + name, f"{dev}/{name}", None, MS_BIND)
+    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
+                         ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):
+        os.symlink(target, f"{dev}/{name}")
+    try:  # ptys for IPython's `!cmd` (pexpect), as bubblewrap's --dev has them
+        os.makedirs(dev + "/pts", 0o755, exist_ok=True)
+        _mount("devpts", dev + "/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+               "newinstance,ptmxmode=0666,mode=0620")
+        os.symlink("pts/ptmx", dev + "/ptmx")
+    except OSError:
+        pass
+    # As under bubblewrap: /tmp and /dev/shm belong to root; the child writes only in
+    # its own workdir.
+    for folder in (dev + "/shm", root + "/tmp"):
+        os.makedirs(folder, 0o755, exist_ok=True)
+    inner = root + workdir
+    os.makedirs(inner, 0o711, exist_ok=True)
+    os.chmod(inner, 0o700)
+    os.chown(inner, uid, uid)
+    parent = os.path.dirname(inner)
+    while parent.startswith(root + "/tmp/"):
+        os.chmod(parent, 0o711)
+        parent = os.path.dirname(parent)
+    os.makedirs(root + "/proc", 0o555, exist_ok=True)
+    _mount("proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    os.chdir(root)
+    _mount(root, "/", None, MS_MOVE)
+    os.chroot(".")
+    os.chdir("/")
+
+
+def _outermost(paths: list[str]) -> list[str]:
+    """Absolute existing paths, without those inside another one of the list."""
+    clean = sorted({os.path.normpath(p) for p in paths if os.path.isabs(p)
+                    and (os.path.exists(p) or os.path.islink(p))})
+    out: list[str] = []
+    for p in clean:
+        if not any(p == o or p.startswith(o.rstrip("/") + "/") for o in out):
+            out.append(p)
+    return out
+
+
+def _bind_readonly(src: str, dst: str) -> None:
+    if os.path.islink(src):
+        os.makedirs(os.path.dirname(dst), 0o755, exist_ok=True)
+        if not os.path.lexists(dst):
+            os.symlink(os.readlink(src), dst)
+        return
+    os.makedirs(os.path.dirname(dst), 0o755, exist_ok=True)
+    if os.path.isdir(src):
+        os.makedirs(dst, 0o755, exist_ok=True)
+    elif not os.path.exists(dst):
+        open(dst, "w").close()
+    _mount(src, dst, None, MS_BIND | MS_REC)
+    _mount(None, dst, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+
+
+def _mount(src: str | None, dst: str, fstype: str | None, flags: int,
+           data: str | None = None) -> None:
+    enc = (lambda s: s.encode() if s is not None else None)
+    if _libc.mount(enc(src), enc(dst), enc(fstype), ctypes.c_ulong(flags), enc(data)) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"mount {dst}: {os.strerror(err)}")
+
+
+def _write(path: str, text: str) -> None:
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def _prctl(option: int, value: int) -> None:
+    if _libc is not None:
+        _libc.prctl(option, ctypes.c_ulong(value), ctypes.c_ulong(0), ctypes.c_ulong(0),
+                    ctypes.c_ulong(0))
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                ("inheritable", ctypes.c_uint32)]
+
+
+def _drop_capabilities() -> None:
+    """No capabilities left, in whatever user namespace we are in."""
+    for cap in range(64):  # PR_CAPBSET_DROP needs CAP_SETPCAP; best effort
+        if _libc.prctl(24, ctypes.c_ulong(cap), ctypes.c_ulong(0), ctypes.c_ulong(0),
+                       ctypes.c_ulong(0)) != 0 and ctypes.get_errno() == errno.EINVAL:
+            break
+    header = _CapHeader(0x20080522, 0)
+    data = (_CapData * 2)()
+    _libc.capset(ctypes.byref(header), data)
+
+
+# ---------------------------------------------------------------- limits
+
+
+def _apply_limits(limits: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]:
     mb = 1024 * 1024
-    current_vm = _vm_size()
-    _set(resource.RLIMIT_AS, current_vm + int(limits.get("memory_mb", 2048)) * mb)
-    _set(resource.RLIMIT_CPU, int(limits.get("cpu_s", 120)))
-    _set(resource.RLIMIT_FSIZE, int(limits.get("file_size_mb", 16)) * mb)
-    _set(resource.RLIMIT_NPROC, int(limits.get("processes", 256)))
+    applied: dict[str, Any] = {}
+    vm = _vm_size()
+    if vm is not None:
+        applied["memory_mb"] = _set(resource.RLIMIT_AS, vm + int(limits.get("memory_mb", 2048)) * mb, mb)
+    applied["cpu_s"] = _set(resource.RLIMIT_CPU, int(limits.get("cpu_s", 120)))
+    applied["file_size_mb"] = _set(resource.RLIMIT_FSIZE, int(limits.get("file_size_mb", 16)) * mb, mb)
+    processes = int(limits.get("processes", 256))
+    if not _LINUX:
+        # macOS counts every process of the user (a whole desktop): not set.
+        facts["notes"].append("no process limit on this system")
+        processes = -1
+    elif facts.get("outside_uid") == 0:
+        # Not enforced for uid 0 whatever we set (kernel rule); say so.
+        facts["notes"].append("RLIMIT_NPROC is not enforced for uid 0: no process limit")
+    elif not facts.get("namespaces") and facts.get("outside_uid") is not None and _LINUX:
+        # Counted across all of this user's processes: leave room for those.
+        processes += _processes_of(os.getuid())
+    if processes > 0:
+        applied["processes"] = _set(resource.RLIMIT_NPROC, processes)
     _set(resource.RLIMIT_CORE, 0)
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    return applied
 
 
-def _set(which: int, value: int) -> None:
+def _set(which: int, value: int, unit: int = 1) -> int | None:
     soft, hard = resource.getrlimit(which)
     if hard != resource.RLIM_INFINITY:
         value = min(value, hard)
     try:
         resource.setrlimit(which, (value, value))
     except (ValueError, OSError):
-        pass
+        return None
+    return value // unit
 
 
-def _vm_size() -> int:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+def _vm_size() -> int | None:
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError):
+        return None
+
+
+def _processes_of(uid: int) -> int:
+    count = 0
+    try:
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    if os.stat(f"/proc/{entry}").st_uid == uid:
+                        count += int(len(os.listdir(f"/proc/{entry}/task")))
+                except OSError:
+                    continue
+    except OSError:
+        return 0
+    return count
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]))
+    main(int(sys.argv[1]), json.loads(sys.argv[2]) if len(sys.argv) > 2 else None)
