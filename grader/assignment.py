@@ -238,6 +238,6 @@ def _check_files(a: Assignment, require_hidden: bool) -> None:
                 raise AssignmentSchemaError(a.path, f"exercises.{ex.id}.{kind}",
                                             f"test file {f} does not exist")
     if require_hidden:
-        for key, f in (("reference", a.reference), ("answer_key", a.answer_key)):
+        for key, f in (("reference", a.reference), ("answer_key", a.answer_key), ("mutants", a.mutants)):
             if f is not None and not f.is_file():
                 raise AssignmentSchemaError(a.path, key, f"file {f} does not exist")

@@ -99,6 +99,9 @@ def check(path: Path, assignment_arg: str | None, sandbox: str, html_path: Path 
         subs = discover(path, a)
         if len(subs) != 1:
             raise UsageError(f"{path} holds {len(subs)} submissions; `grader check` takes one")
+        import torch
+
+        torch.set_num_threads(1)
         with Sandbox(Isolation(sandbox), a.limits) as box:
             result = grade_submission(subs[0], a, box, GradeOptions(public=True))
     except GraderError as exc:

@@ -7,6 +7,7 @@
     │   ├── NoSubmissionsFound
     │   └── SandboxUnavailable
     └── InternalError            a bug of ours: never reported as a student's zero
+        └── SandboxFailure       a child could not be isolated as promised
 
 A student's broken submission is *not* an exception here: after isolation, failures
 are values (`results.Status.ERROR` with a message).
@@ -57,3 +58,7 @@ class SandboxUnavailable(UsageError):
 
 class InternalError(GraderError):
     """A bug in the grader itself."""
+
+
+class SandboxFailure(InternalError):
+    """A child did not get the isolation it was promised; the submission is ungradable."""

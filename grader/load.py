@@ -36,20 +36,31 @@ def read_submission(sub: Submission) -> LoadedSubmission:
     files = tuple(p.name for p in sub.files())
     try:
         if sub.notebook is not None:
-            cells = notebook_cells(sub.notebook)
-            request = {"op": "load", "kind": "notebook", "cells": cells,
-                       "filename": sub.notebook.name}
+            text = read_text(sub.notebook, MAX_CODE_BYTES * 8)
+            request = {"op": "load", "kind": "notebook", "cells": notebook_cells(sub.notebook, text),
+                       "filename": sub.notebook.name, "files": _copies(sub, sub.notebook, text)}
             return LoadedSubmission("notebook", request, notices=sub.notices, files=files)
         if sub.module is not None:
             source = read_text(sub.module)
             request = {"op": "load", "kind": "module", "source": source,
-                       "filename": sub.module.name}
+                       "filename": sub.module.name, "files": _copies(sub, sub.module, source)}
             return LoadedSubmission("module", request, notices=sub.notices, files=files)
     except UnreadableSubmission as exc:
         kind = "notebook" if sub.notebook else "module"
         return LoadedSubmission(kind, None, str(exc), sub.notices, files)
     failure = sub.notices[-1] if sub.notices else "no code was handed in"
     return LoadedSubmission("none", None, failure, sub.notices, files)
+
+
+def _copies(sub: Submission, code: Path, text: str) -> dict[str, str]:
+    """The files the child finds in its private folder: its code and its answers."""
+    copies = {code.name: text}
+    if sub.answers is not None:
+        try:
+            copies[sub.answers.name] = read_text(sub.answers, 256 * 1024)
+        except UnreadableSubmission:
+            pass  # the answers' own problems are reported by `answers.load_answers`
+    return copies
 
 
 def read_bytes(path: Path, limit: int = MAX_CODE_BYTES) -> bytes:
@@ -77,11 +88,10 @@ def read_text(path: Path, limit: int = MAX_CODE_BYTES) -> str:
             f"{exc.start}); save it with UTF-8 encoding") from None
 
 
-def notebook_cells(path: Path) -> list[str]:
+def notebook_cells(path: Path, text: str) -> list[str]:
     """The code cells' sources, after nbformat has read and validated the notebook."""
     import nbformat  # about 0.9 s to import: only where notebooks are read
 
-    text = read_text(path, MAX_CODE_BYTES * 8)
     try:
         json.loads(text)
     except json.JSONDecodeError as exc:

@@ -134,7 +134,7 @@ def provenance(assignment: Assignment, sub: Submission, sandbox: Sandbox,
         python_version=platform.python_version(), device=options.device, seed=options.seed,
         sandbox=sandbox.level.value if sandbox.level else "none",
         graded_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        duration_s=round(duration_s, 3),
+        duration_s=round(duration_s, 3), isolation=sandbox.describe(),
     )
 
 

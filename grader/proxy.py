@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 from grader import wire
+from grader.errors import SandboxFailure
 from grader.sandbox import Child, Limits, Sandbox
 
 
@@ -140,6 +141,9 @@ class Connection:
             raise StudentTimeout(self._timeout_message())
         self.restarts += 1
         self.child = self.sandbox.spawn()
+        if self.child.isolation.get("error"):
+            self.child.kill()
+            raise SandboxFailure(f"sandbox: {self.child.isolation['error']}")
         self.generation += 1
         self._load_into(self.child)
         # Loading has its own limit; the test's clock starts when it can call.

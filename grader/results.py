@@ -85,6 +85,8 @@ class Provenance:
     sandbox: str
     graded_at: str
     duration_s: float
+    isolation: str = ""
+    """What the sandbox actually gave the child, in words."""
 
 
 @dataclass(frozen=True)

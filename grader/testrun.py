@@ -20,7 +20,7 @@ from typing import Any, Iterator
 import pytest
 import torch
 
-from grader.errors import AssignmentError
+from grader.errors import AssignmentError, InternalError
 from grader.proxy import (Connection, MissingName, Student, StudentCrashed, StudentRaised,
                           StudentTimeout)
 from grader.results import Evidence
@@ -62,6 +62,7 @@ class GraderPlugin:
         self.seed = seed
         self.outcomes: list[TestOutcome] = []
         self.collect_errors: list[str] = []
+        self.internal_errors: list[InternalError] = []
         self._feedback: dict[str, Feedback] = {}
 
     @pytest.fixture
@@ -104,8 +105,10 @@ class GraderPlugin:
 
     def _outcome(self, item: pytest.Item, call: pytest.CallInfo[None], report: Any) -> TestOutcome:
         fb = self._feedback.pop(item.nodeid, Feedback())
-        outcome, message, evidence = classify(call.excinfo.value if call.excinfo else None,
-                                              report.outcome)
+        exc = call.excinfo.value if call.excinfo else None
+        if isinstance(exc, InternalError):
+            self.internal_errors.append(exc)
+        outcome, message, evidence = classify(exc, report.outcome)
         return TestOutcome(
             nodeid=item.nodeid, file=Path(str(item.fspath)).resolve(),
             function=getattr(item, "originalname", item.name), name=_plain_name(item),
@@ -137,11 +140,10 @@ def classify(exc: BaseException | None, pytest_outcome: str) -> tuple[str, str, 
 
 
 def _assertion_text(exc: AssertionError) -> str:
+    # Asserts are not rewritten (--assert=plain): a bare `assert` must not show the
+    # hidden test's expected values; `assert cond, "message"` shows the message.
     text = str(exc).strip()
-    # pytest's rewritten asserts append "assert ..." detail after the message; keep line 1
-    # when the test gave one.
-    first = text.splitlines()[0] if text else ""
-    return first if first and not first.startswith("assert ") else "a check did not hold"
+    return text.splitlines()[0] if text else "a check did not hold"
 
 
 def _plain_name(item: pytest.Item) -> str:
@@ -159,7 +161,7 @@ def run_tests(files: list[Path], connection: Connection, reference: ModuleType |
         return []
     plugin = GraderPlugin(connection, reference, device, seed)
     args = [str(f) for f in files] + [
-        "-p", "no:cacheprovider", "-p", "no:terminal", "--noconftest",
+        "-p", "no:cacheprovider", "-p", "no:terminal", "--noconftest", "--assert=plain",
         # These two run gc.collect() five times per session (~1.4 s with torch loaded).
         "-p", "no:unraisableexception", "-p", "no:threadexception",
         "--import-mode=importlib", f"--rootdir={rootdir}", "-c", os.devnull,
@@ -169,6 +171,8 @@ def run_tests(files: list[Path], connection: Connection, reference: ModuleType |
     if plugin.collect_errors or code in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
         detail = "; ".join(plugin.collect_errors) or f"pytest exit code {int(code)}"
         raise AssignmentError(f"the assignment's tests could not be collected: {detail}")
+    if plugin.internal_errors:
+        raise plugin.internal_errors[0]
     return plugin.outcomes
 
 

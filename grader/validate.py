@@ -32,6 +32,13 @@ SOLUTION_ANSWERS = "solution/answers.yaml"
 class Mutant:
     file: Path
     loses: frozenset[str]
+    answers: Path | None
+    """The answers.yaml graded with it: the solution's unless the entry names another."""
+
+    @property
+    def name(self) -> str:
+        return self.file.stem if self.answers is None or self.answers.name == "answers.yaml" \
+            else f"{self.file.stem}+{self.answers.stem}"
 
 
 @dataclass
@@ -57,7 +64,13 @@ def load_mutants(a: Assignment) -> list[Mutant]:
         unknown = set(entry["loses"]) - ids
         if unknown:
             raise AssignmentSchemaError(a.mutants, f"[{i}].loses", f"unknown exercises {sorted(unknown)}")
-        mutants.append(Mutant((a.mutants.parent / entry["file"]).resolve(), frozenset(entry["loses"])))
+        answers = str(entry.get("answers", "correct"))
+        answers_path = (a.root / SOLUTION_ANSWERS if answers == "correct"
+                        else (a.mutants.parent / answers).resolve())
+        if not answers_path.is_file():
+            raise AssignmentSchemaError(a.mutants, f"[{i}].answers", f"{answers_path} does not exist")
+        mutants.append(Mutant((a.mutants.parent / entry["file"]).resolve(),
+                              frozenset(entry["loses"]), answers_path))
     return mutants
 
 
@@ -71,28 +84,27 @@ def validate_assignment(a: Assignment, isolation: Isolation, jobs: int) -> Valid
         return report
     with tempfile.TemporaryDirectory(prefix="grader-validate-") as tmp:
         root = Path(tmp)
-        _make_submission(root / "reference", a.reference, a, solution=True)
-        _make_submission(root / "empty", None, a, solution=False)
+        _make_submission(root / "reference", a.reference, a, a.root / SOLUTION_ANSWERS)
+        _make_submission(root / "empty", None, a, None)
         for m in mutants:
-            _make_submission(root / f"mutant-{m.file.stem}", m.file, a, solution=True)
+            _make_submission(root / f"mutant-{m.name}", m.file, a, m.answers)
         subs = discover(root, a)
         results = {r.student: r for r in grade_all(subs, a, GradeOptions(), isolation, jobs)}
     _judge_reference(results["reference"], report)
     _judge_empty(results["empty"], report)
     for m in mutants:
-        _judge_mutant(m, results[f"mutant-{m.file.stem}"], report)
+        _judge_mutant(m, results[f"mutant-{m.name}"], report)
     return report
 
 
-def _make_submission(folder: Path, code: Path | None, a: Assignment, solution: bool) -> None:
+def _make_submission(folder: Path, code: Path | None, a: Assignment, answers: Path | None) -> None:
     folder.mkdir()
     target = folder / a.module_name
     if code is None:
         target.write_text("", encoding="utf-8")
     else:
         shutil.copyfile(code, target)
-    answers = a.root / SOLUTION_ANSWERS
-    if solution and answers.is_file():
+    if answers is not None and answers.is_file():
         shutil.copyfile(answers, folder / a.answers_name)
 
 
@@ -117,13 +129,13 @@ def _judge_empty(r: SubmissionResult, report: ValidationReport) -> None:
 def _judge_mutant(m: Mutant, r: SubmissionResult, report: ValidationReport) -> None:
     lost = _lost(r)
     status = "caught" if lost == m.loses else "WRONG"
-    report.lines.append(f"mutant {m.file.stem}: loses {sorted(lost)} ({status}; "
+    report.lines.append(f"mutant {m.name}: loses {sorted(lost)} ({status}; "
                         f"declared {sorted(m.loses)})")
     if m.loses - lost:
-        report.problems.append(f"mutant {m.file.stem} survives in {sorted(m.loses - lost)}: "
+        report.problems.append(f"mutant {m.name} survives in {sorted(m.loses - lost)}: "
                                "the hidden tests there are too weak")
     if lost - m.loses:
-        report.problems.append(f"mutant {m.file.stem} also loses points in {sorted(lost - m.loses)}, "
+        report.problems.append(f"mutant {m.name} also loses points in {sorted(lost - m.loses)}, "
                                "which its bug does not touch: a test there is unfair")
 
 

@@ -142,6 +142,11 @@ def main() -> None:
     from grader.results import to_json_dict
     from grader.sandbox import Sandbox
 
+    import gc
+
+    import torch
+
+    torch.set_num_threads(1)  # one worker per core; the student's child also gets one
     init = json.loads(sys.stdin.readline())
     try:
         a = assignment_mod.load(Path(init["assignment"]))
@@ -151,6 +156,7 @@ def main() -> None:
     except Exception as exc:
         out.write(json.dumps({"error": f"{type(exc).__name__}: {exc}"}) + "\n")
         return
+    gc.freeze()  # torch's module objects never die: keep the collector off them
     out.write(json.dumps({"ready": True, "sandbox": sandbox.level.value if sandbox.level else ""}) + "\n")
     try:
         for line in sys.stdin:

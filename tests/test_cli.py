@@ -78,7 +78,7 @@ def test_check_exit_code_and_table(tmp_path):
     good = _class(tmp_path, "correct_qkv_module") / "correct_qkv_module"
     ok = run_grader("check", str(good), "--assignment", str(ATTENTION))
     assert ok.returncode == 0, ok.stdout + ok.stderr
-    assert "attention_core" in ok.stdout and (good / "report.html").is_file()
+    assert "Scaled dot-product" in ok.stdout and (good / "report.html").is_file()
     bad_folder = tmp_path / "bad"
     shutil.copytree(CORPUS / "causal_triu", bad_folder, ignore=shutil.ignore_patterns("expected.yaml"))
     bad = run_grader("check", str(bad_folder), "--assignment", str(ATTENTION))
