@@ -1,0 +1,133 @@
+"""dropout: train() is stochastic, eval() is not, and the returned weights are dropped.
+
+Judged only by properties every correct implementation has, never against the
+reference. "Without dropout" means the submission's own module built with dropout_p=0
+and loaded with the same state_dict, so a bug elsewhere changes nothing here:
+- with p > 0, two train() calls differ;
+- eval() repeats itself exactly and equals the module without dropout (its rows sum to
+  1 unless the softmax itself is wrong, which is `attention_core`'s to judge);
+- in train() each weight is 0 or its value without dropout / (1 - p), and the fraction
+  kept is 1 - p within 6 standard deviations of the binomial (a correct submission
+  fails that about once in 500 million runs).
+No mask is used, so no weight is 0 before dropout. The child is seeded: a run repeats.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+from grader.testing import fail
+
+E, H = 32, 4
+
+
+def _randn(*shape: int, seed: int, device: torch.device) -> torch.Tensor:
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed)).to(device)
+
+
+def _module(student: Any, device: torch.device, p: float) -> Any:
+    student.seed(0)
+    module = student.MultiHeadSelfAttention(E, H, dropout_p=p)
+    module.to(str(device))
+    return module
+
+
+def _pair(result: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    if not (isinstance(result, (tuple, list)) and len(result) == 2):
+        fail(f"forward must return a pair (output, weights), got {type(result).__name__}.")
+    for name, value in (("output", result[0]), ("weights", result[1])):
+        if not isinstance(value, torch.Tensor):
+            fail(f"forward: {name} is a {type(value).__name__}, expected a tensor.")
+    return result[0], result[1]
+
+
+def test_train_is_stochastic(student, device):
+    """in train() with dropout_p=0.5, two calls on the same input differ"""
+    module = _module(student, device, 0.5)
+    module.train()
+    x = _randn(2, 8, E, seed=1, device=device)
+    out1, w1 = _pair(module(x))
+    out2, w2 = _pair(module(x))
+    if torch.equal(out1, out2) and torch.equal(w1, w2):
+        fail("two train() calls gave the same output and weights:",
+             hint="is dropout applied? Use nn.Dropout(dropout_p) on the attention weights.")
+
+
+def test_eval_is_deterministic(student, device):
+    """eval() turns dropout off: the same result twice, equal to dropout_p=0, rows summing to 1"""
+    module = _module(student, device, 0.5)
+    module.eval()
+    x = _randn(2, 8, E, seed=2, device=device)
+    out1, w1 = _pair(module(x))
+    out2, w2 = _pair(module(x))
+    hint = "dropout still active in eval()? Use nn.Dropout, or F.dropout(..., training=self.training)."
+    if not (torch.equal(out1, out2) and torch.equal(w1, w2)):
+        fail("two eval() calls on the same input gave different results:", hint=hint)
+    no_dropout = student.MultiHeadSelfAttention(E, H, dropout_p=0.0)
+    no_dropout.to(str(device))
+    no_dropout.eval()
+    no_dropout.load_state_dict(module.state_dict())
+    _, w0 = _pair(no_dropout(x))
+    if w0.shape != w1.shape or not torch.allclose(w1.double(), w0.double(), rtol=1e-5, atol=1e-7):
+        fail("in eval() the weights with dropout_p=0.5 differ from those with dropout_p=0"
+             " (same parameters):", hint=hint)
+    off = (w1.double().sum(-1) - 1).abs().nan_to_num(nan=float("inf"))
+    off0 = (w0.double().sum(-1) - 1).abs().nan_to_num(nan=float("inf"))
+    if float(off.max()) > 1e-5 and float(off0.max()) <= 1e-5:  # else the softmax itself is off
+        fail(f"in eval() a row of weights sums to {1 + float(off.max()):.4g}, expected 1:", hint=hint)
+
+
+def _kept_scale(w_train: torch.Tensor, w_eval: torch.Tensor) -> float | None:
+    """The one factor all kept weights were multiplied by, if there is one."""
+    kept = (w_train != 0) & (w_eval > 1e-6)
+    if not bool(kept.any()):
+        return None
+    ratio = w_train[kept] / w_eval[kept]
+    scale = float(ratio.median())
+    return scale if bool(torch.allclose(ratio, torch.full_like(ratio, scale), rtol=1e-4)) else None
+
+
+def test_train_weights_are_dropped_and_rescaled(student, device):
+    """in train(), each weight is 0 or its value without dropout / (1 - p), with about a fraction p dropped"""
+    p = 0.25
+    module = _module(student, device, p)
+    x = _randn(4, 16, E, seed=3, device=device)
+    undropped = student.MultiHeadSelfAttention(E, H, dropout_p=0.0)  # same weights, no dropout
+    undropped.to(str(device))
+    undropped.eval()
+    undropped.load_state_dict(module.state_dict())
+    _, w_eval = _pair(undropped(x))
+    module.train()
+    _, w_train = _pair(module(x))
+    if w_train.shape != w_eval.shape:
+        fail(f"weights are {list(w_train.shape)} in train() but {list(w_eval.shape)} in eval().")
+    w_eval, w_train = w_eval.detach().cpu().double(), w_train.detach().cpu().double()
+    usable = w_eval > 1e-6  # softmax weights that are 0 before dropout tell nothing
+    kept = usable & torch.isclose(w_train, w_eval / (1 - p), rtol=1e-4, atol=1e-9)
+    dropped = usable & (w_train == 0)
+    other = usable & ~kept & ~dropped
+    if bool(other.any()):
+        i = tuple(int(v) for v in other.nonzero()[0])
+        seen = (f"weight {list(i)} is {float(w_train[i]):.4g} in train(), {float(w_eval[i]):.4g}"
+                " without dropout:")
+        scale = _kept_scale(w_train, w_eval)
+        if scale is not None and abs(scale - 1) < 1e-4 and not bool((w_train[usable] == 0).any()):
+            fail(seen + " the weights returned in train() are not dropped.",
+                 hint="apply dropout to the attention weights (not the output) and return them after dropout.")
+        if scale is not None and abs(scale - 1) < 1e-4:
+            fail(seen + " kept weights are not divided by (1 - p).",
+                 hint="nn.Dropout rescales the kept values for you; don't undo it.")
+        if scale is not None:
+            fail(seen + f" kept weights are multiplied by {scale:.4g}, expected 1 / (1 - {p}) = {1 / (1 - p):.4g}.",
+                 hint=f"that is dropout with p = {1 - 1 / scale:.3g}: is dropout_p passed on to nn.Dropout?")
+        fail(seen + f" expected 0 or that weight / (1 - p) = {float(w_eval[i]) / (1 - p):.4g}.",
+             hint="apply dropout to the softmax weights (after the softmax, not to the scores).")
+    n = int(usable.sum())
+    kept_fraction = int(kept.sum()) / n
+    tolerance = 6 * math.sqrt(p * (1 - p) / n)
+    if abs(kept_fraction - (1 - p)) > tolerance:
+        fail(f"with dropout_p={p}, {1 - kept_fraction:.3f} of {n} weights were dropped, expected"
+             f" {p} +- {tolerance:.3f}:", hint="is dropout_p passed on to nn.Dropout (no fixed rate)?")
