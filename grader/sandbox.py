@@ -384,6 +384,13 @@ def _contains_grader_repo(path: str) -> bool:
     return Path(path).resolve() in _GRADER_PKG.parents and (Path(path) / "assignments").exists()
 
 
+def gpu_device_nodes() -> list[str]:
+    """NVIDIA device nodes, passed into the sandbox so `--device cuda` works there."""
+    import glob
+
+    return sorted(p for p in glob.glob("/dev/nvidia*") if not os.path.isdir(p))
+
+
 def readonly_paths() -> list[str]:
     """What a child may read: system libraries and the Python runtime; nothing else."""
     return [p for p in SYSTEM_DIRS if os.path.lexists(p)] + _python_paths()
@@ -396,7 +403,8 @@ def _tmp_size_bytes(limits: Limits) -> int:
 def _zygote_argv(level: Isolation, fd: int, limits: Limits = Limits()) -> list[str]:
     python = os.path.realpath(sys.executable)
     if level is Isolation.PROCESS:
-        config = {"level": "process", "private_root": True, "ro_paths": readonly_paths()}
+        config = {"level": "process", "private_root": True, "ro_paths": readonly_paths(),
+                  "devices": gpu_device_nodes()}
         return [python, "-I", "-c", _BOOT, str(_GRADER_PKG.parent), str(fd), json.dumps(config)]
     argv = ["bwrap", *_bwrap_namespace_args(),
             "--hostname", "sandbox", "--proc", "/proc", "--dev", "/dev",
@@ -410,6 +418,10 @@ def _zygote_argv(level: Isolation, fd: int, limits: Limits = Limits()) -> list[s
                 argv += ["--perms", "0755", "--dir", p]
                 made.add(p)
         argv += ["--ro-bind", path, path]
+    for node in gpu_device_nodes():
+        argv += ["--dev-bind", node, node]
+    if gpu_device_nodes():
+        argv += ["--ro-bind-try", "/sys", "/sys"]  # the CUDA driver reads PCI topology
     argv += ["--perms", "0755", "--dir", "/opt/grader",
              "--ro-bind", str(_GRADER_PKG), "/opt/grader/grader", "--chdir", "/tmp"]
     config = {"level": "bwrap", "private_root": False}

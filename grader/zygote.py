@@ -96,6 +96,7 @@ class _Config:
         self.level = str(doc.get("level", "process"))
         self.private_root = bool(doc.get("private_root", False))
         self.ro_paths = [str(p) for p in doc.get("ro_paths", [])]
+        self.devices = [str(p) for p in doc.get("devices", []) if str(p).startswith("/dev/nvidia")]
 
 
 def main(control_fd: int, config: dict[str, Any] | None = None) -> None:
@@ -479,7 +480,7 @@ def _isolate_root_private(workdir: str, uid: int, cfg: _Config, size_mb: int,
     except OSError:
         pass
     try:
-        _private_root(workdir, uid, cfg.ro_paths, size_mb)
+        _private_root(workdir, uid, cfg.ro_paths, size_mb, cfg.devices)
         facts["filesystem"] = "private-root"
     except OSError as exc:
         facts["notes"].append(f"private root not built ({exc}); the filesystem is shared")
@@ -509,7 +510,8 @@ def _become_pid1() -> None:
     os._exit(128 - code if code < 0 else code)
 
 
-def _private_root(workdir: str, uid: int, ro_paths: list[str], size_mb: int) -> None:
+def _private_root(workdir: str, uid: int, ro_paths: list[str], size_mb: int,
+                  devices: tuple[str, ...] | list[str] = ()) -> None:
     """Build a new / on a tmpfs mounted over `workdir` and chroot into it (we are root in
     a fresh mount namespace; the host never sees these mounts)."""
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
@@ -519,7 +521,8 @@ def _private_root(workdir: str, uid: int, ro_paths: list[str], size_mb: int) -> 
         _bind_readonly(path, root + path)
     dev = root + "/dev"
     os.makedirs(dev, 0o755, exist_ok=True)
-    for name in ("null", "zero", "full", "random", "urandom"):
+    gpus = [os.path.basename(d) for d in devices]  # /dev/nvidia*, for --device cuda
+    for name in ("null", "zero", "full", "random", "urandom", *gpus):
         if os.path.exists("/dev/" + name):
             open(f"{dev}/{name}", "w").close()
             _mount("/dev/" + name, f"{dev}/{name}", None, MS_BIND)
