@@ -19,7 +19,7 @@ import jsonschema
 import yaml
 
 from grader.errors import AssignmentError, AssignmentSchemaError
-from grader.sandbox import Limits
+from grader.limits import Limits
 
 _SCHEMA_PATH = Path(__file__).parent / "schemas" / "assignment.schema.json"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 
 class Status(str, enum.Enum):
@@ -122,6 +122,22 @@ class SubmissionResult:
             if ex.id == exercise_id:
                 return ex
         raise KeyError(exercise_id)
+
+
+def exercise_status(score: float, max_score: float, tests: Sequence[TestResult]) -> Status:
+    """passed (full marks), partial, or at zero: timeout, error (the code could not run)
+    or failed."""
+    if score >= max_score - 1e-9:
+        return Status.PASSED
+    if score > 0:
+        return Status.PARTIAL
+    lost = [t for t in tests if not t.passed]
+    if any(t.outcome == "timeout" for t in lost):
+        return Status.TIMEOUT
+    code_lost = [t for t in lost if not t.test_id.startswith("question:")]
+    if code_lost and all(t.outcome == "error" for t in code_lost):
+        return Status.ERROR
+    return Status.FAILED
 
 
 def to_json_dict(result: SubmissionResult) -> dict[str, Any]:

@@ -34,12 +34,12 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from grader import wire
 from grader.errors import SandboxUnavailable
+from grader.limits import Limits
 
 NOBODY = 65534
 _GRADER_PKG = Path(__file__).resolve().parent
@@ -55,23 +55,6 @@ class Isolation(str, enum.Enum):
     AUTO = "auto"
     BWRAP = "bwrap"
     PROCESS = "process"
-
-
-@dataclass(frozen=True)
-class Limits:
-    load_s: float = 30.0
-    per_test_s: float = 10.0
-    per_submission_s: float = 180.0
-    memory_mb: int = 2048
-    cpu_s: int = 120
-    processes: int = 256
-    file_size_mb: int = 16
-    output_kb: int = 256
-
-    def for_child(self) -> dict[str, Any]:
-        return {"memory_mb": self.memory_mb, "cpu_s": self.cpu_s,
-                "processes": self.processes, "file_size_mb": self.file_size_mb,
-                "drop_uid": runtime_readable_by_others()}
 
 
 class OutputDrain:
@@ -458,16 +441,6 @@ _BOOT = ("import sys, json; sys.path.insert(0, sys.argv[1]); from grader import 
 def _clean_env(level: Isolation) -> dict[str, str]:
     return {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp",
             "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-
-
-def runtime_readable_by_others() -> bool:
-    """Whether `nobody` could import from this Python (pyenv under /root cannot)."""
-    for top in {sys.base_prefix, sys.prefix}:
-        path = Path(top).resolve()
-        for part in [path, *path.parents]:
-            if not os.stat(part).st_mode & 0o001:
-                return False
-    return True
 
 
 _BWRAP_OK: bool | None = None

@@ -6,7 +6,7 @@ from collections import defaultdict
 from typing import Sequence
 
 from grader.assignment import Assignment, Exercise
-from grader.results import ExerciseResult, Status, TestResult
+from grader.results import ExerciseResult, TestResult, exercise_status
 from grader.testrun import TestOutcome
 
 
@@ -69,20 +69,6 @@ def _exercise(ex: Exercise, tests: list[TestResult], message: str) -> ExerciseRe
     return ExerciseResult(id=ex.id, title=ex.title, score=score, max_score=max_score,
                           status=exercise_status(score, max_score, tests),
                           tests=tuple(tests), message=message)
-
-
-def exercise_status(score: float, max_score: float, tests: Sequence[TestResult]) -> Status:
-    if score >= max_score - 1e-9:
-        return Status.PASSED
-    if score > 0:
-        return Status.PARTIAL
-    lost = [t for t in tests if not t.passed]
-    if any(t.outcome == "timeout" for t in lost):
-        return Status.TIMEOUT
-    code_lost = [t for t in lost if not t.test_id.startswith("question:")]
-    if code_lost and all(t.outcome == "error" for t in code_lost):
-        return Status.ERROR
-    return Status.FAILED
 
 
 def totals(exercises: Sequence[ExerciseResult]) -> tuple[float, float]:

@@ -26,6 +26,10 @@ from grader.results import SubmissionResult, from_json_dict
 from grader.sandbox import Isolation
 
 
+_PACKAGE_PARENT = Path(__file__).resolve().parent.parent
+_BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from grader import workers; workers.main()"
+
+
 def _submission_doc(sub: Submission) -> dict[str, Any]:
     doc = asdict(sub)
     return {k: (str(v) if isinstance(v, Path) else v) for k, v in doc.items()}
@@ -39,8 +43,11 @@ def _submission_from(doc: dict[str, Any]) -> Submission:
 class Worker:
     def __init__(self, init: dict[str, Any]) -> None:
         env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "OMP_NUM_THREADS": "1"}
+        # -I: no PYTHON* variables, no user site, and no current folder on sys.path, so
+        # a `grader/` folder where the command runs (a student's pull request) can never
+        # stand in for this package; the package's own location is put on the path.
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "grader.workers"], stdin=subprocess.PIPE,
+            [sys.executable, "-I", "-c", _BOOT, str(_PACKAGE_PARENT)], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, env=env, text=True, bufsize=1,
         )
         self._send(init)

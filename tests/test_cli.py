@@ -109,3 +109,21 @@ def test_validate_accepts_the_attention_assignment():
     done = run_grader("validate", "attention", timeout=900)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "reference: 100/100" in done.stdout and "empty submission: 0/100" in done.stdout
+
+
+def test_a_grader_folder_where_the_command_runs_is_never_imported(tmp_path):
+    """A pull request adding `grader/` at the repository root must not replace the grader."""
+    import subprocess
+    import sys
+
+    (tmp_path / "grader").mkdir()
+    (tmp_path / "grader" / "__init__.py").write_text(
+        "open(__file__ + '.PWNED', 'w').write('ran')\n")
+    shutil.copytree(CORPUS / "correct_qkv_module", tmp_path / "sub")
+    # what the `grader` console script does: no current folder on sys.path
+    done = subprocess.run([sys.executable, "-I", "-m", "grader.cli", "grade", "sub",
+                           "--assignment", str(ATTENTION), "--out", "out", "--quiet"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert not (tmp_path / "grader" / "__init__.py.PWNED").exists()
+    assert read_results(tmp_path / "out")["sub"]["score"] == 100
