@@ -11,7 +11,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from grader import __version__
 from grader.assignment import Assignment
@@ -25,7 +25,10 @@ from grader.workers import grade_all
 
 def run(subs: Sequence[Submission], assignment: Assignment, options: GradeOptions,
         isolation: Isolation, jobs: int, out: Path, *, force: bool = False,
-        progress: bool = True) -> list[SubmissionResult]:
+        progress: bool = True,
+        on_result: Callable[[SubmissionResult], object] | None = None) -> list[SubmissionResult]:
+    """`on_result` hears of each result once it is on disk (kept ones first): the
+    output-format writers' hook (`grader.writers`)."""
     out.mkdir(parents=True, exist_ok=True)
     results: dict[str, SubmissionResult] = {}
     todo = []
@@ -33,6 +36,8 @@ def run(subs: Sequence[Submission], assignment: Assignment, options: GradeOption
         previous = None if force else up_to_date(sub, assignment, options, out)
         if previous is not None:
             results[sub.id] = previous
+            if on_result is not None:
+                on_result(previous)
         else:
             todo.append(sub)
     bar = Progress(len(todo), len(subs) - len(todo), enabled=progress)
@@ -40,6 +45,8 @@ def run(subs: Sequence[Submission], assignment: Assignment, options: GradeOption
         write_student(result, out)
         results[result.student] = result
         bar.step(result)
+        if on_result is not None:
+            on_result(result)
     bar.close()
     ordered = [results[s.id] for s in subs]
     write_grades_csv(ordered, out / "grades.csv", [ex.id for ex in assignment.exercises])

@@ -1,6 +1,7 @@
 """The `grader` command: the only place that prints a verdict or exits.
 
     grader grade SUBMISSIONS   grade a class (or one submission) into reports/
+    grader report              re-render reports/ from result.json (+ overrides.yaml)
     grader check [PATH]        a student's public self-check
     grader validate [A]        prove an assignment's tests catch its mutants
     grader kit [A] --out DIR   what to hand students: public tests, no keys
@@ -12,13 +13,16 @@ import enum
 import os
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import click
 
 from grader import assignment as assignment_mod
 from grader.errors import GraderError, UsageError
 from grader.results import SubmissionResult
+
+if TYPE_CHECKING:
+    from grader.writers import Context, Writers
 
 
 class ExitCode(enum.IntEnum):
@@ -43,6 +47,12 @@ def _fail(exc: GraderError) -> None:
     sys.exit(ExitCode.USAGE if isinstance(exc, UsageError) else ExitCode.GRADER_ERROR)
 
 
+def _format_names() -> list[str]:
+    from grader.writers import names
+
+    return names()
+
+
 @click.group()
 @click.version_option(package_name="grader")
 def main() -> None:
@@ -59,24 +69,114 @@ def main() -> None:
 @click.option("--seed", type=int, default=1234, show_default=True)
 @click.option("--force", is_flag=True, help="regrade even submissions whose result is up to date")
 @click.option("--quiet", is_flag=True, help="no progress, only the summary")
+@click.option("--format", "formats", multiple=True, type=click.Choice(_format_names()),
+              help="also write this format (repeatable): github (step summary + annotations), "
+                   "gradescope (results.json), jsonl (one JSON line per student on stdout), "
+                   "junit (OUT/junit.xml)")
+@click.option("--junit", "junit_path", type=click.Path(path_type=Path), default=None,
+              help="write JUnit XML to this file")
+@click.option("--fail-under", type=float, default=None, metavar="SCORE",
+              help="exit 1 when a submission scores below SCORE points (the assignment's "
+                   "scale, as in grades.csv)")
 def grade(submissions: Path, assignment_arg: str | None, out: Path, jobs: int | None,
-          device: str, sandbox: str, seed: int, force: bool, quiet: bool) -> None:
+          device: str, sandbox: str, seed: int, force: bool, quiet: bool,
+          formats: tuple[str, ...], junit_path: Path | None, fail_under: float | None) -> None:
     """Grade every submission under SUBMISSIONS (or SUBMISSIONS itself) into --out."""
-    from grader import batch
+    from grader import batch, writers
     from grader.discover import discover
     from grader.pipeline import GradeOptions
     from grader.sandbox import Isolation
 
     try:
+        chosen = writers.select(formats, junit_path)
         a = assignment_mod.load(assignment_mod.resolve(assignment_arg, Path.cwd()))
         subs = discover(submissions, a)
+        ctx = writers.Context(out=out, exercise_ids=tuple(ex.id for ex in a.exercises),
+                              env=dict(os.environ), cwd=Path.cwd(),
+                              submissions={s.id: s for s in subs})
+        hook = _StudentHook(chosen, ctx)
         options = GradeOptions(device=_device(device), seed=seed)
         results = batch.run(subs, a, options, Isolation(sandbox), jobs or os.cpu_count() or 1,
-                            out, force=force, progress=not quiet)
+                            out, force=force, progress=not quiet, on_result=hook)
+        written = chosen.finish(results, ctx)
+        hook.raise_first()
     except GraderError as exc:
         _fail(exc)
         return
-    click.echo(batch.summary(results, a, out))
+    to_stderr = chosen.stdout_is_taken
+    for path in written:
+        click.echo(f"wrote {path}", err=True)
+    click.echo(batch.summary(results, a, out), err=to_stderr)
+    sys.exit(_grade_exit_code(results, fail_under))
+
+
+class _StudentHook:
+    """Feeds each result to the writers as it is graded; an error is kept for the end,
+    so that one writer's problem does not stop the batch."""
+
+    def __init__(self, chosen: Writers, ctx: Context) -> None:
+        self.chosen, self.ctx = chosen, ctx
+        self.errors: list[GraderError] = []
+
+    def __call__(self, result: SubmissionResult) -> None:
+        try:
+            self.chosen.student(result, self.ctx)
+        except GraderError as exc:
+            self.errors.append(exc)
+
+    def raise_first(self) -> None:
+        if self.errors:
+            raise self.errors[0]
+
+
+def _grade_exit_code(results: Sequence[SubmissionResult], fail_under: float | None) -> int:
+    """0 whenever grading ran, unless --fail-under: then 1 when a submission scores below
+    it, and 2 when the grader failed on one (its score is not a score)."""
+    if fail_under is None:
+        return ExitCode.OK
+    ungradable = [r.student for r in results if not r.gradable]
+    below = [r for r in results if r.gradable and r.score < fail_under]
+    for r in below:
+        click.echo(f"--fail-under {fail_under:g}: {r.student} scored {r.score:g}/{r.max_score:g}", err=True)
+    if ungradable:
+        click.echo(f"--fail-under: the grader failed on {', '.join(ungradable)}: no score to compare",
+                   err=True)
+        return ExitCode.GRADER_ERROR
+    return ExitCode.TESTS_FAILED if below else ExitCode.OK
+
+
+@main.command()
+@click.option("--out", type=click.Path(path_type=Path), default=Path("reports"), show_default=True,
+              help="the reports folder `grader grade` wrote")
+@click.option("--overrides", "overrides_path", type=click.Path(path_type=Path), default=None,
+              help="overrides.yaml: the instructor's points and comments (the whole set: "
+                   "overrides no longer in it are undone)")
+def report(out: Path, overrides_path: Path | None) -> None:
+    """Re-render --out from its result.json files, applying --overrides; runs no student code."""
+    from grader import overrides as ov
+    from grader.writers import Context
+    from grader.writers.reports import ReportsWriter, exercise_ids, read_reports
+
+    try:
+        before = read_reports(out)
+        results = before
+        if overrides_path is not None:
+            items = ov.read_overrides(overrides_path)
+            ov.check_targets(before, items, overrides_path)
+            results = [ov.apply_overrides(r, items) for r in before]
+        ctx = Context(out=out, exercise_ids=exercise_ids(results), env=dict(os.environ), cwd=Path.cwd())
+        writer = ReportsWriter()
+        for r in results:
+            writer.student(r, ctx)
+        writer.finish(results, ctx)
+    except GraderError as exc:
+        _fail(exc)
+        return
+    for old, new in zip(before, results):
+        if old.score != new.score:
+            click.echo(f"{new.student}: {old.score:g} -> {new.score:g} / {new.max_score:g}")
+    click.echo(f"{len(results)} result(s) rewritten in {out}/ (result.json, report.html, "
+               "grades.csv, index.html); no student code was run")
 
 
 @main.command()
