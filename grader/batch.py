@@ -11,7 +11,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 from grader import __version__
 from grader.assignment import Assignment
@@ -23,9 +23,25 @@ from grader.sandbox import Isolation
 from grader.workers import grade_all
 
 
+Executor = Callable[[Sequence[Submission]], Iterator[SubmissionResult]]
+"""Grades submissions and yields their results as they finish: local worker processes
+(`workers.grade_all`) or a Dask cluster (`dask_executor.grade_all`)."""
+
+
+def local_executor(assignment: Assignment, options: GradeOptions, isolation: Isolation,
+                   jobs: int) -> Executor:
+    return lambda subs: grade_all(subs, assignment, options, isolation, jobs)
+
+
+def dask_executor(assignment: Assignment, options: GradeOptions, isolation: Isolation,
+                  scheduler: str) -> Executor:
+    from grader import dask_executor as dask
+
+    return lambda subs: dask.grade_all(subs, assignment, options, isolation, scheduler)
+
+
 def run(subs: Sequence[Submission], assignment: Assignment, options: GradeOptions,
-        isolation: Isolation, jobs: int, out: Path, *, force: bool = False,
-        progress: bool = True,
+        executor: Executor, out: Path, *, force: bool = False, progress: bool = True,
         on_result: Callable[[SubmissionResult], object] | None = None) -> list[SubmissionResult]:
     """`on_result` hears of each result once it is on disk (kept ones first): the
     output-format writers' hook (`grader.writers`)."""
@@ -41,7 +57,7 @@ def run(subs: Sequence[Submission], assignment: Assignment, options: GradeOption
         else:
             todo.append(sub)
     bar = Progress(len(todo), len(subs) - len(todo), enabled=progress)
-    for result in grade_all(todo, assignment, options, isolation, jobs):
+    for result in executor(todo) if todo else ():
         write_student(result, out)
         results[result.student] = result
         bar.step(result)
@@ -85,7 +101,7 @@ class Progress:
         self.total, self.done, self.skipped = total, 0, skipped
         self.enabled = enabled and total > 0
         self.started = time.monotonic()
-        if self.enabled and skipped:
+        if enabled and skipped:
             print(f"{skipped} result(s) up to date, kept (use --force to regrade)", file=sys.stderr)
 
     def step(self, result: SubmissionResult) -> None:

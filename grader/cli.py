@@ -75,12 +75,17 @@ def main() -> None:
                    "junit (OUT/junit.xml)")
 @click.option("--junit", "junit_path", type=click.Path(path_type=Path), default=None,
               help="write JUnit XML to this file")
+@click.option("--executor", type=click.Choice(["local", "dask"]), default="local", show_default=True,
+              help="local worker processes, or an existing Dask cluster (needs --scheduler)")
+@click.option("--scheduler", default=None, metavar="ADDRESS",
+              help="the Dask scheduler, e.g. tcp://10.0.0.5:8786 (workers must see the submissions' paths)")
 @click.option("--fail-under", type=float, default=None, metavar="SCORE",
               help="exit 1 when a submission scores below SCORE points (the assignment's "
                    "scale, as in grades.csv)")
 def grade(submissions: Path, assignment_arg: str | None, out: Path, jobs: int | None,
           device: str, sandbox: str, seed: int, force: bool, quiet: bool,
-          formats: tuple[str, ...], junit_path: Path | None, fail_under: float | None) -> None:
+          formats: tuple[str, ...], junit_path: Path | None, executor: str,
+          scheduler: str | None, fail_under: float | None) -> None:
     """Grade every submission under SUBMISSIONS (or SUBMISSIONS itself) into --out."""
     from grader import batch, writers
     from grader.discover import discover
@@ -96,8 +101,12 @@ def grade(submissions: Path, assignment_arg: str | None, out: Path, jobs: int | 
                               submissions={s.id: s for s in subs})
         hook = _StudentHook(chosen, ctx)
         options = GradeOptions(device=_device(device), seed=seed)
-        results = batch.run(subs, a, options, Isolation(sandbox), jobs or os.cpu_count() or 1,
-                            out, force=force, progress=not quiet, on_result=hook)
+        if executor == "dask" and not scheduler:
+            raise UsageError("--executor dask needs --scheduler ADDRESS")
+        run_on = (batch.dask_executor(a, options, Isolation(sandbox), scheduler) if executor == "dask"
+                  else batch.local_executor(a, options, Isolation(sandbox), jobs or os.cpu_count() or 1))
+        results = batch.run(subs, a, options, run_on, out, force=force, progress=not quiet,
+                            on_result=hook)
         written = chosen.finish(results, ctx)
         hook.raise_first()
     except GraderError as exc:

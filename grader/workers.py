@@ -30,12 +30,12 @@ _PACKAGE_PARENT = Path(__file__).resolve().parent.parent
 _BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from grader import workers; workers.main()"
 
 
-def _submission_doc(sub: Submission) -> dict[str, Any]:
+def submission_doc(sub: Submission) -> dict[str, Any]:
     doc = asdict(sub)
     return {k: (str(v) if isinstance(v, Path) else v) for k, v in doc.items()}
 
 
-def _submission_from(doc: dict[str, Any]) -> Submission:
+def submission_from(doc: dict[str, Any]) -> Submission:
     paths = {k: (Path(doc[k]) if doc[k] else None) for k in ("module", "notebook", "answers")}
     return Submission(id=doc["id"], path=Path(doc["path"]), notices=tuple(doc["notices"]), **paths)
 
@@ -72,7 +72,7 @@ class Worker:
 
     def grade(self, sub: Submission, timeout_s: float) -> dict[str, Any] | None:
         try:
-            self._send({"submission": _submission_doc(sub)})
+            self._send({"submission": submission_doc(sub)})
         except (BrokenPipeError, OSError):
             return None
         return self._read(timeout_s)
@@ -167,7 +167,7 @@ def main() -> None:
     out.write(json.dumps({"ready": True, "sandbox": sandbox.level.value if sandbox.level else ""}) + "\n")
     try:
         for line in sys.stdin:
-            sub = _submission_from(json.loads(line)["submission"])
+            sub = submission_from(json.loads(line)["submission"])
             try:
                 reply = {"result": to_json_dict(grade_submission(sub, a, sandbox, options))}
             except AssignmentError as exc:

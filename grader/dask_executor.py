@@ -1,0 +1,86 @@
+"""Grading on an existing Dask cluster: `grader grade --executor dask --scheduler ADDR`.
+
+Each Dask worker process keeps one warm sandbox (a zygote under bubblewrap where it
+works) and grades the submissions it is given one at a time, exactly as a local
+worker does (`pipeline.grade_submission`). Submissions are read from their paths, so
+the workers must see the same filesystem (a shared folder, or a LocalCluster). What
+comes back is the result as JSON text; results are written, and resumption works, in
+the calling process as for local grading. Workers should run one thread each
+(`--nthreads 1`): grading in one process is serialized anyway.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+from grader.assignment import Assignment
+from grader.discover import Submission
+from grader.errors import UsageError
+from grader.pipeline import GradeOptions, ungradable
+from grader.results import SubmissionResult, from_json_dict
+from grader.sandbox import Isolation
+from grader.workers import submission_doc, submission_from
+
+_STATE: dict[str, Any] = {}
+_LOCK = threading.Lock()
+
+
+def grade_all(subs: Sequence[Submission], assignment: Assignment, options: GradeOptions,
+              isolation: Isolation, scheduler: str) -> Iterator[SubmissionResult]:
+    """Yield each result as the cluster finishes it."""
+    try:
+        from distributed import Client, as_completed
+    except ImportError:
+        raise UsageError("--executor dask needs the `distributed` package "
+                         "(pip install 'grader[dask]')") from None
+    init = {"assignment": str(assignment.path), "options": asdict(options),
+            "isolation": isolation.value}
+    with Client(scheduler, timeout="30s") as client:
+        futures = {client.submit(grade_on_worker, init, submission_doc(s), pure=False,
+                                 key=f"grade-{i}-{s.id}"): s for i, s in enumerate(subs)}
+        for future in as_completed(futures):
+            sub = futures[future]
+            try:
+                yield from_json_dict(json.loads(future.result()))
+            except Exception as exc:  # the Dask worker died or could not run the task
+                yield ungradable(sub, assignment, f"the Dask worker failed: {type(exc).__name__}: {exc}")
+
+
+def grade_on_worker(init: dict[str, Any], sub_doc: dict[str, Any]) -> str:
+    """Runs on a Dask worker: grade one submission with this process's warm sandbox."""
+    from grader.pipeline import grade_submission
+    from grader.results import to_json_dict
+
+    with _LOCK:
+        assignment, sandbox, options = _warm(init)
+        sub = submission_from(sub_doc)
+        try:
+            result = grade_submission(sub, assignment, sandbox, options)
+        except Exception as exc:  # a bug of ours: this submission is ungradable
+            result = ungradable(sub, assignment, f"{type(exc).__name__}: {exc}")
+        return json.dumps(to_json_dict(result))
+
+
+def _warm(init: dict[str, Any]) -> tuple[Assignment, Any, GradeOptions]:
+    key = json.dumps(init, sort_keys=True)
+    if _STATE.get("key") != key:
+        import torch
+
+        from grader import assignment as assignment_mod
+        from grader.sandbox import Sandbox
+
+        os.environ.setdefault("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")  # a plugin is not ours to run
+        torch.set_num_threads(1)
+        if "sandbox" in _STATE:
+            _STATE["sandbox"].stop()
+        a = assignment_mod.load(Path(init["assignment"]))
+        sandbox = Sandbox(Isolation(init["isolation"]), a.limits)
+        sandbox.start()
+        _STATE.update(key=key, assignment=a, sandbox=sandbox,
+                      options=GradeOptions(**init["options"]))
+    return _STATE["assignment"], _STATE["sandbox"], _STATE["options"]
