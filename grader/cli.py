@@ -197,10 +197,7 @@ def report(out: Path, overrides_path: Path | None) -> None:
 def check(path: Path, assignment_arg: str | None, sandbox: str, html_path: Path | None) -> None:
     """Run the public tests on your own work; exit 0 when they all pass."""
     from grader.discover import discover
-    from grader.export import write_report_html
-    from grader.pipeline import GradeOptions, grade_submission
     from grader.sandbox import Isolation, Sandbox
-    from grader.terminal import format_check_table
 
     try:
         yaml_path = _find_assignment(assignment_arg, path)
@@ -208,14 +205,19 @@ def check(path: Path, assignment_arg: str | None, sandbox: str, html_path: Path 
         subs = discover(path, a)
         if len(subs) != 1:
             raise UsageError(f"{path} holds {len(subs)} submissions; `grader check` takes one")
-        import torch
+        with Sandbox(Isolation(sandbox), a.limits, prewarm=False) as box:  # the zygote starts importing
+            import torch  # ... while this process does the same
 
-        torch.set_num_threads(1)
-        with Sandbox(Isolation(sandbox), a.limits) as box:
+            from grader.pipeline import GradeOptions, grade_submission
+
+            torch.set_num_threads(1)
             result = grade_submission(subs[0], a, box, GradeOptions(public=True))
     except GraderError as exc:
         _fail(exc)
         return
+    from grader.export import write_report_html
+    from grader.terminal import format_check_table
+
     target = html_path or ((path if path.is_dir() else path.parent) / "report.html")
     write_report_html(result, target)
     click.echo(format_check_table(result, color=sys.stdout.isatty()))

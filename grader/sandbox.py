@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from grader import wire
+from grader import frames
 from grader.errors import SandboxUnavailable
 from grader.limits import Limits
 
@@ -109,15 +109,15 @@ class Child:
         The answer comes from a process the student controls: it is read with one
         deadline for the whole frame (a trickle of bytes cannot hold the grader), at most
         `MAX_CHILD_FRAME_BYTES`, and checked for shape; anything else raises
-        `wire.WireError` and the child is killed.
+        `frames.WireError` and the child is killed.
         """
         deadline = time.monotonic() + max(timeout_s, 0.001)
         try:
             self.sock.settimeout(max(timeout_s, 0.001))
-            wire.send_frame(self.sock, doc)
+            frames.send_frame(self.sock, doc)
             reply = recv_frame_until(self.sock, deadline, MAX_CHILD_FRAME_BYTES)
             return checked_reply(doc, reply)
-        except wire.WireError:
+        except frames.WireError:
             self.kill()
             raise
         except (socket.timeout, TimeoutError):
@@ -131,7 +131,7 @@ class Child:
         if self.alive:
             try:
                 self.sock.settimeout(0.2)
-                wire.send_frame(self.sock, {"op": "exit"})
+                frames.send_frame(self.sock, {"op": "exit"})
             except OSError:
                 pass
         self.kill()
@@ -146,9 +146,12 @@ class Child:
 class Sandbox:
     """A warm zygote that forks isolated children; use as a context manager."""
 
-    def __init__(self, isolation: Isolation = Isolation.AUTO, limits: Limits = Limits()):
+    def __init__(self, isolation: Isolation = Isolation.AUTO, limits: Limits = Limits(),
+                 prewarm: bool = True):
         self.requested = Isolation(isolation)
         self.limits = limits
+        self.prewarm = prewarm
+        """Import what meta-device ops need in the zygote (~1 s once; saves it per child)."""
         self.level: Isolation | None = None
         self.strategy = ""
         """How the zygote isolates each child (see `zygote`): root-private,
@@ -157,10 +160,11 @@ class Sandbox:
         """The isolation the latest child reported (namespaces, uid, filesystem, limits)."""
         self._proc: subprocess.Popen[bytes] | None = None
         self._control: socket.socket | None = None
+        self._ready = False
         self._lock = threading.Lock()
 
     def __enter__(self) -> "Sandbox":
-        self.start()
+        self.launch()  # `spawn` waits for the zygote to be ready
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -177,9 +181,15 @@ class Sandbox:
         return level
 
     def start(self) -> None:
+        self.launch()
+        self.wait_ready()
+
+    def launch(self) -> None:
+        """Start the zygote without waiting for it (it imports torch: ~2 s), so the
+        caller can do its own imports meanwhile; `wait_ready` (or `spawn`) waits."""
         level = self.resolve_level()
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        argv = _zygote_argv(level, theirs.fileno(), self.limits)
+        argv = _zygote_argv(level, theirs.fileno(), self.limits, self.prewarm)
         self._proc = subprocess.Popen(
             argv, pass_fds=[theirs.fileno()], env=_clean_env(level),
             stdin=subprocess.DEVNULL, cwd="/",
@@ -187,13 +197,21 @@ class Sandbox:
         theirs.close()
         self._control = ours
         self.level = level
-        ours.settimeout(180)
+        self._ready = False
+
+    def wait_ready(self) -> None:
+        if self._ready:
+            return
+        if self._control is None:
+            raise RuntimeError("sandbox is not started")
+        self._control.settimeout(180)
         try:
-            ready = wire.recv_frame(ours)
-        except (EOFError, OSError, wire.WireError):
+            ready = frames.recv_frame(self._control)
+        except (EOFError, OSError, frames.WireError):
             self.stop()
             raise SandboxUnavailable(_zygote_died_message(self._proc)) from None
         self.strategy = str(ready.get("strategy", ""))
+        self._ready = True
 
     def stop(self) -> None:
         if self._control is not None:
@@ -209,6 +227,7 @@ class Sandbox:
 
     def spawn(self) -> Child:
         """Fork a fresh child for one submission (or a retry after a crash)."""
+        self.wait_ready()
         proto_ours, proto_theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         out_ours, out_theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         frame = _frame({"op": "fork", "limits": self.limits.for_child()})
@@ -223,7 +242,7 @@ class Sandbox:
                                      1 << 20)
             facts = first.get("isolation")
             child.isolation = facts if isinstance(facts, dict) else {}
-        except (EOFError, OSError, wire.WireError):
+        except (EOFError, OSError, frames.WireError):
             child.isolation = {"error": "the child ended before reporting its isolation"}
         self.facts = child.isolation
         return child
@@ -235,7 +254,7 @@ class Sandbox:
     def kill(self, pid: int) -> int:
         try:
             reply = self._control_call(_frame({"op": "kill", "pid": pid}), [])
-        except (OSError, EOFError, RuntimeError, wire.WireError):
+        except (OSError, EOFError, RuntimeError, frames.WireError):
             return -1
         return int(reply.get("status", -1))
 
@@ -246,7 +265,7 @@ class Sandbox:
             self._control.settimeout(60)
             socket.send_fds(self._control, [frame], fds)
             try:
-                return wire.recv_frame(self._control)
+                return frames.recv_frame(self._control)
             except EOFError:
                 raise RuntimeError(_zygote_died_message(self._proc)) from None
 
@@ -265,17 +284,17 @@ def _zygote_died_message(proc: subprocess.Popen[bytes] | None) -> str:
 
 
 def recv_frame_until(sock: socket.socket, deadline: float, max_bytes: int) -> dict[str, Any]:
-    """`wire.recv_frame` with one deadline for the whole frame (TimeoutError after it)."""
+    """`frames.recv_frame` with one deadline for the whole frame (TimeoutError after it)."""
     (length,) = struct.unpack(">I", _recv_exact_until(sock, 4, deadline))
     if length > max_bytes:
-        raise wire.WireError(f"a frame of {length} bytes exceeds the {max_bytes}-byte limit")
+        raise frames.WireError(f"a frame of {length} bytes exceeds the {max_bytes}-byte limit")
     body = _recv_exact_until(sock, length, deadline)
     try:
         doc = json.loads(body.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise wire.WireError(f"frame is not JSON: {str(exc)[:200]}") from None
+        raise frames.WireError(f"frame is not JSON: {str(exc)[:200]}") from None
     if not isinstance(doc, dict):
-        raise wire.WireError("frame is not a JSON object")
+        raise frames.WireError("frame is not a JSON object")
     return doc
 
 
@@ -294,13 +313,13 @@ def _recv_exact_until(sock: socket.socket, n: int, deadline: float) -> bytes:
 
 
 def checked_reply(request: dict[str, Any], reply: dict[str, Any]) -> dict[str, Any]:
-    """A child's answer in the shape `proxy` expects, or `wire.WireError`.
+    """A child's answer in the shape `proxy` expects, or `frames.WireError`.
 
     The child runs the student's code, which can write to this socket itself: a forged
     answer must at worst be a wrong value, never a crash of the grader's side."""
     if "ok" in reply:
         if reply["ok"] is not True:
-            raise wire.WireError("malformed answer: 'ok' is not true")
+            raise frames.WireError("malformed answer: 'ok' is not true")
         value = reply.get("value")
         if request.get("op") == "load":
             value = _checked_load(value)
@@ -311,42 +330,42 @@ def checked_reply(request: dict[str, Any], reply: dict[str, Any]) -> dict[str, A
         return {"missing": reply["missing"][:200]}
     if "protocol_error" in reply and isinstance(reply["protocol_error"], str):
         return {"protocol_error": reply["protocol_error"][:MAX_REPLY_TEXT]}
-    raise wire.WireError(f"malformed answer with keys {sorted(map(str, reply))[:5]}")
+    raise frames.WireError(f"malformed answer with keys {sorted(map(str, reply))[:5]}")
 
 
 def _checked_error(info: Any) -> dict[str, Any]:
     if not isinstance(info, dict):
-        raise wire.WireError("malformed exception report")
+        raise frames.WireError("malformed exception report")
     out: dict[str, Any] = {}
     for key in ("type", "message", "traceback", "where"):
         value = info.get(key, "")
         if not isinstance(value, str):
-            raise wire.WireError(f"malformed exception report ({key})")
+            raise frames.WireError(f"malformed exception report ({key})")
         out[key] = value[:MAX_REPLY_TEXT]
     builtin = info.get("builtin")
     if builtin is not None and not isinstance(builtin, str):
-        raise wire.WireError("malformed exception report (builtin)")
+        raise frames.WireError("malformed exception report (builtin)")
     out["builtin"] = builtin[:100] if builtin else None
     if "cell" in info:
         if not isinstance(info["cell"], int) or isinstance(info["cell"], bool):
-            raise wire.WireError("malformed exception report (cell)")
+            raise frames.WireError("malformed exception report (cell)")
         out["cell"] = info["cell"]
     return out
 
 
 def _checked_load(value: Any) -> dict[str, Any]:
     if not isinstance(value, dict):
-        raise wire.WireError("malformed load report")
+        raise frames.WireError("malformed load report")
     error = value.get("error")
     cells = value.get("cell_errors", [])
     defined = value.get("defined", [])
     if not isinstance(cells, list) or not isinstance(defined, list):
-        raise wire.WireError("malformed load report")
+        raise frames.WireError("malformed load report")
     if not all(isinstance(d, str) for d in defined):
-        raise wire.WireError("malformed load report (defined)")
+        raise frames.WireError("malformed load report (defined)")
     checked_cells = [_checked_error(c) for c in cells[:1000]]
     if any("cell" not in c for c in checked_cells):
-        raise wire.WireError("malformed load report (cell number)")
+        raise frames.WireError("malformed load report (cell number)")
     return {"error": None if error is None else _checked_error(error),
             "cell_errors": checked_cells, "defined": [d[:200] for d in defined[:500]]}
 
@@ -383,10 +402,12 @@ def _tmp_size_bytes(limits: Limits) -> int:
     return max(64, 4 * limits.file_size_mb) * 1024 * 1024
 
 
-def _zygote_argv(level: Isolation, fd: int, limits: Limits = Limits()) -> list[str]:
+def _zygote_argv(level: Isolation, fd: int, limits: Limits = Limits(),
+                 prewarm: bool = True) -> list[str]:
     python = os.path.realpath(sys.executable)
     if level is Isolation.PROCESS:
-        config = {"level": "process", "private_root": True, "ro_paths": readonly_paths(),
+        config = {"level": "process", "private_root": True, "prewarm": prewarm,
+                  "ro_paths": readonly_paths(),
                   "devices": gpu_device_nodes()}
         return [python, "-I", "-c", _BOOT, str(_GRADER_PKG.parent), str(fd), json.dumps(config)]
     argv = ["bwrap", *_bwrap_namespace_args(),
@@ -407,7 +428,7 @@ def _zygote_argv(level: Isolation, fd: int, limits: Limits = Limits()) -> list[s
         argv += ["--ro-bind-try", "/sys", "/sys"]  # the CUDA driver reads PCI topology
     argv += ["--perms", "0755", "--dir", "/opt/grader",
              "--ro-bind", str(_GRADER_PKG), "/opt/grader/grader", "--chdir", "/tmp"]
-    config = {"level": "bwrap", "private_root": False}
+    config = {"level": "bwrap", "private_root": False, "prewarm": prewarm}
     return argv + [python, "-I", "-c", _BOOT, "/opt/grader", str(fd), json.dumps(config)]
 
 

@@ -9,24 +9,22 @@ None, bool, int, float, str, lists, dicts with str keys, and tagged objects:
     {"$handle": 3, "type": "MultiHeadSelfAttention"}   an object that stays in the child
     {"$dtype": "float64"} / {"$device": "cuda:0"}
 
-Nothing is ever unpickled: decoding builds tensors with `torch.frombuffer` from raw
+Framing lives in `frames` (no torch needed to start a sandbox). Nothing is ever unpickled: decoding builds tensors with `torch.frombuffer` from raw
 bytes and refuses anything it does not know. Sizes are capped on the reading side.
 """
 
 from __future__ import annotations
 
 import base64
-import json
 import math
-import socket
-import struct
 from dataclasses import dataclass
 from typing import Any, Callable
 
 import torch
 
+from grader.frames import MAX_FRAME_BYTES, WireError, recv_frame, send_frame
+
 WIRE_VERSION = 1
-MAX_FRAME_BYTES = 256 * 1024 * 1024
 MAX_DEPTH = 32
 
 _DTYPES: dict[str, torch.dtype] = {
@@ -36,10 +34,6 @@ _DTYPES: dict[str, torch.dtype] = {
         "int16", "int8", "uint8", "bool", "complex64", "complex128",
     )
 }
-
-
-class WireError(Exception):
-    """A frame or value that is not plain data of the agreed shape."""
 
 
 @dataclass(frozen=True)
@@ -163,33 +157,5 @@ def _decode_tensor(doc: dict[str, Any], device_map: Callable[[str], str] | None)
     return t if device == "cpu" else t.to(device)
 
 
-# ---------------------------------------------------------------- framing
-
-
-def send_frame(sock: socket.socket, doc: dict[str, Any]) -> None:
-    body = json.dumps(doc, separators=(",", ":"), allow_nan=False).encode("utf-8")
-    sock.sendall(struct.pack(">I", len(body)) + body)
-
-
-def recv_frame(sock: socket.socket, max_bytes: int = MAX_FRAME_BYTES) -> dict[str, Any]:
-    """Read one frame; raise EOFError if the peer is gone, WireError if it is garbage."""
-    (length,) = struct.unpack(">I", _recv_exact(sock, 4))
-    if length > max_bytes:
-        raise WireError(f"frame of {length} bytes exceeds the {max_bytes}-byte limit")
-    try:
-        doc = json.loads(_recv_exact(sock, length).decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise WireError(f"frame is not JSON: {exc}") from None
-    if not isinstance(doc, dict):
-        raise WireError("frame is not a JSON object")
-    return doc
-
-
-def _recv_exact(sock: socket.socket, n: int) -> bytes:
-    chunks = bytearray()
-    while len(chunks) < n:
-        chunk = sock.recv(min(n - len(chunks), 1 << 20))
-        if not chunk:
-            raise EOFError("peer closed the connection")
-        chunks += chunk
-    return bytes(chunks)
+__all__ = ["Handle", "MAX_FRAME_BYTES", "WireError", "decode", "dtype_name", "encode",
+           "recv_frame", "send_frame"]

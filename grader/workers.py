@@ -9,6 +9,7 @@ result (a grader failure, not a zero); the worker is replaced and the batch goes
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import queue
@@ -144,22 +145,16 @@ def main() -> None:
     out = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # anything else printed here goes to stderr, not into the protocol
     from grader import assignment as assignment_mod
-    from grader.errors import AssignmentError
-    from grader.pipeline import grade_submission
-    from grader.results import to_json_dict
     from grader.sandbox import Sandbox
 
-    import gc
-
-    import torch
-
-    torch.set_num_threads(1)  # one worker per core; the student's child also gets one
     init = json.loads(sys.stdin.readline())
     try:
         a = assignment_mod.load(Path(init["assignment"]))
-        options = GradeOptions(**init["options"])
         sandbox = Sandbox(Isolation(init["isolation"]), a.limits)
-        sandbox.start()
+        sandbox.launch()  # the zygote imports torch while this process does the same
+        options = GradeOptions(**init["options"])
+        _warm_imports(a)
+        sandbox.wait_ready()
     except Exception as exc:
         out.write(json.dumps({"error": f"{type(exc).__name__}: {exc}"}) + "\n")
         return
@@ -167,16 +162,35 @@ def main() -> None:
     out.write(json.dumps({"ready": True, "sandbox": sandbox.level.value if sandbox.level else ""}) + "\n")
     try:
         for line in sys.stdin:
-            sub = submission_from(json.loads(line)["submission"])
-            try:
-                reply = {"result": to_json_dict(grade_submission(sub, a, sandbox, options))}
-            except AssignmentError as exc:
-                reply = {"fatal": str(exc)}
-            except Exception as exc:  # a bug of ours: this submission is ungradable
-                reply = {"error": f"{type(exc).__name__}: {exc}"}
-            out.write(json.dumps(reply) + "\n")
+            out.write(json.dumps(_grade_line(line, a, sandbox, options)) + "\n")
     finally:
         sandbox.stop()
+
+
+def _warm_imports(a: Assignment) -> None:
+    """What every submission needs, paid once: torch (one thread: one worker per core),
+    nbformat and the reference."""
+    import nbformat  # noqa: F401
+    import torch
+
+    from grader.testrun import load_reference
+
+    torch.set_num_threads(1)
+    load_reference(a.reference)
+
+
+def _grade_line(line: str, a: Assignment, sandbox: Any, options: GradeOptions) -> dict[str, Any]:
+    from grader.errors import AssignmentError
+    from grader.pipeline import grade_submission
+    from grader.results import to_json_dict
+
+    sub = submission_from(json.loads(line)["submission"])
+    try:
+        return {"result": to_json_dict(grade_submission(sub, a, sandbox, options))}
+    except AssignmentError as exc:
+        return {"fatal": str(exc)}
+    except Exception as exc:  # a bug of ours: this submission is ungradable
+        return {"error": f"{type(exc).__name__}: {exc}"}
 
 
 if __name__ == "__main__":
