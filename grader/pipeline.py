@@ -43,7 +43,7 @@ class GradeOptions:
 
 def grade_submission(sub: Submission, assignment: Assignment, sandbox: Sandbox,
                      options: GradeOptions) -> SubmissionResult:
-    started = time.monotonic()
+    started, cpu_started = time.monotonic(), time.process_time()
     loaded = read_submission(sub)
     connection = _connect(sandbox, loaded, assignment, sub)
     files = [f for ex in assignment.exercises if (f := ex.test_file(options.public))]
@@ -63,7 +63,8 @@ def grade_submission(sub: Submission, assignment: Assignment, sandbox: Sandbox,
     return SubmissionResult(
         student=sub.id, assignment=assignment.id, score=score, max_score=max_score,
         exercises=exercises, load=load_report,
-        provenance=provenance(assignment, sub, sandbox, options, time.monotonic() - started),
+        provenance=provenance(assignment, sub, sandbox, options, time.monotonic() - started,
+                              time.process_time() - cpu_started + connection.student_cpu_s),
     )
 
 
@@ -125,7 +126,7 @@ def _error_view(err: dict[str, Any], loaded: LoadedSubmission) -> dict[str, Any]
 
 
 def provenance(assignment: Assignment, sub: Submission, sandbox: Sandbox,
-               options: GradeOptions, duration_s: float) -> Provenance:
+               options: GradeOptions, duration_s: float, cpu_s: float) -> Provenance:
     return Provenance(
         grader_version=__version__, assignment=assignment.id,
         assignment_version=assignment.version,
@@ -134,7 +135,7 @@ def provenance(assignment: Assignment, sub: Submission, sandbox: Sandbox,
         python_version=platform.python_version(), device=options.device, seed=options.seed,
         sandbox=sandbox.level.value if sandbox.level else "none",
         graded_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        duration_s=round(duration_s, 3), isolation=sandbox.describe(),
+        duration_s=round(duration_s, 3), isolation=sandbox.describe(), cpu_s=round(cpu_s, 3),
     )
 
 

@@ -108,6 +108,7 @@ class Connection:
         self.pending_seed: int | None = None
         self.output: list[tuple[str, bool]] = []
         self.timeouts = 0
+        self.student_cpu_s = 0.0
 
     # -- lifecycle
 
@@ -127,6 +128,7 @@ class Connection:
         if self.child is not None:
             self.child.close()
             self.output.append(self.child.drain.text())
+            self.student_cpu_s += self.child.cpu_s
             self.child = None
 
     def _ensure_child(self) -> Child:

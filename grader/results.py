@@ -87,6 +87,8 @@ class Provenance:
     duration_s: float
     isolation: str = ""
     """What the sandbox actually gave the child, in words."""
+    cpu_s: float = 0.0
+    """CPU seconds: the grader's process for this submission plus the student's."""
 
 
 @dataclass(frozen=True)

@@ -96,6 +96,8 @@ class Child:
         self.sock = sock
         self.drain = drain
         self.exit_status: int | None = None
+        self.cpu_s = 0.0
+        """CPU seconds the child (and all it started) used, known once it is killed."""
         self.isolation: dict[str, Any] = isolation or {}
         """What the child reported about its isolation before any student code ran."""
 
@@ -138,7 +140,7 @@ class Child:
 
     def kill(self) -> int:
         if self.exit_status is None:
-            self.exit_status = self.sandbox.kill(self.pid)
+            self.exit_status, self.cpu_s = self.sandbox.kill(self.pid)
             self.sock.close()
         return self.exit_status
 
@@ -251,12 +253,13 @@ class Sandbox:
         """One line for reports: the level, and what the latest child actually got."""
         return describe(self.level, self.facts)
 
-    def kill(self, pid: int) -> int:
+    def kill(self, pid: int) -> tuple[int, float]:
+        """Kill a child and all it started: (exit status, CPU seconds it used)."""
         try:
             reply = self._control_call(_frame({"op": "kill", "pid": pid}), [])
         except (OSError, EOFError, RuntimeError, frames.WireError):
-            return -1
-        return int(reply.get("status", -1))
+            return -1, 0.0
+        return int(reply.get("status", -1)), float(reply.get("cpu_s", 0.0))
 
     def _control_call(self, frame: bytes, fds: list[int]) -> dict[str, Any]:
         if self._control is None:

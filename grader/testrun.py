@@ -65,6 +65,11 @@ class GraderPlugin:
         self.internal_errors: list[InternalError] = []
         self._feedback: dict[str, Feedback] = {}
 
+    def pytest_configure(self, config: pytest.Config) -> None:
+        # We never read pytest's failure reports, and building its long tracebacks is
+        # most of a buggy submission's grading time (--tb is gone with no:terminal).
+        config.option.tbstyle = "native"
+
     @pytest.fixture
     def student(self) -> Student:
         return Student(self.connection)

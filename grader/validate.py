@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 
+from typing import Any
+
 import yaml
 
 from grader.answers import check_key
@@ -30,15 +32,12 @@ SOLUTION_ANSWERS = "solution/answers.yaml"
 
 @dataclass(frozen=True)
 class Mutant:
-    file: Path
+    name: str
+    source: str
+    """The mutant's code: the reference with its edits applied, or its own file."""
     loses: frozenset[str]
-    answers: Path | None
+    answers: Path
     """The answers.yaml graded with it: the solution's unless the entry names another."""
-
-    @property
-    def name(self) -> str:
-        return self.file.stem if self.answers is None or self.answers.name == "answers.yaml" \
-            else f"{self.file.stem}+{self.answers.stem}"
 
 
 @dataclass
@@ -56,22 +55,43 @@ def load_mutants(a: Assignment) -> list[Mutant]:
         return []
     doc = yaml.safe_load(a.mutants.read_text(encoding="utf-8")) or []
     entries = doc.get("mutants", []) if isinstance(doc, dict) else doc
-    ids = {ex.id for ex in a.exercises}
-    mutants = []
-    for i, entry in enumerate(entries):
-        if not isinstance(entry, dict) or "file" not in entry or "loses" not in entry:
-            raise AssignmentSchemaError(a.mutants, f"[{i}]", "expected {file: ..., loses: [...]}")
-        unknown = set(entry["loses"]) - ids
-        if unknown:
-            raise AssignmentSchemaError(a.mutants, f"[{i}].loses", f"unknown exercises {sorted(unknown)}")
-        answers = str(entry.get("answers", "correct"))
-        answers_path = (a.root / SOLUTION_ANSWERS if answers == "correct"
-                        else (a.mutants.parent / answers).resolve())
-        if not answers_path.is_file():
-            raise AssignmentSchemaError(a.mutants, f"[{i}].answers", f"{answers_path} does not exist")
-        mutants.append(Mutant((a.mutants.parent / entry["file"]).resolve(),
-                              frozenset(entry["loses"]), answers_path))
-    return mutants
+    return [_mutant(a, i, entry) for i, entry in enumerate(entries)]
+
+
+def _mutant(a: Assignment, i: int, entry: Any) -> Mutant:
+    assert a.mutants is not None
+    where = f"[{i}]"
+    if not isinstance(entry, dict) or "loses" not in entry or not ({"file", "edits"} & set(entry)):
+        raise AssignmentSchemaError(a.mutants, where, "expected {name, loses: [...], edits: [...]} or {file, loses}")
+    unknown = set(entry["loses"]) - {ex.id for ex in a.exercises}
+    if unknown:
+        raise AssignmentSchemaError(a.mutants, f"{where}.loses", f"unknown exercises {sorted(unknown)}")
+    if "file" in entry:
+        path = (a.mutants.parent / entry["file"]).resolve()
+        source, name = path.read_text(encoding="utf-8"), entry.get("name", path.stem)
+    else:
+        if a.reference is None:
+            raise AssignmentSchemaError(a.mutants, where, "edits need the assignment's `reference`")
+        source = _apply_edits(a.reference.read_text(encoding="utf-8"), entry["edits"], a.mutants, where)
+        name = str(entry.get("name", f"mutant{i}"))
+    answers = str(entry.get("answers", "correct"))
+    answers_path = (a.root / SOLUTION_ANSWERS if answers == "correct"
+                    else (a.mutants.parent / answers).resolve())
+    if not answers_path.is_file():
+        raise AssignmentSchemaError(a.mutants, f"{where}.answers", f"{answers_path} does not exist")
+    return Mutant(name, source, frozenset(entry["loses"]), answers_path)
+
+
+def _apply_edits(source: str, edits: list[dict[str, str]], path: Path, where: str) -> str:
+    """Each `find` must occur exactly once: a reference change that breaks a mutant is
+    an error to fix, never a mutant silently equal to the reference."""
+    for j, edit in enumerate(edits):
+        count = source.count(edit["find"])
+        if count != 1:
+            raise AssignmentSchemaError(path, f"{where}.edits[{j}].find",
+                                        f"must occur exactly once in the reference, found {count}")
+        source = source.replace(edit["find"], edit["replace"])
+    return source
 
 
 def validate_assignment(a: Assignment, isolation: Isolation, jobs: int) -> ValidationReport:
@@ -84,10 +104,11 @@ def validate_assignment(a: Assignment, isolation: Isolation, jobs: int) -> Valid
         return report
     with tempfile.TemporaryDirectory(prefix="grader-validate-") as tmp:
         root = Path(tmp)
-        _make_submission(root / "reference", a.reference, a, a.root / SOLUTION_ANSWERS)
-        _make_submission(root / "empty", None, a, None)
+        _make_submission(root / "reference", a.reference.read_text(encoding="utf-8"), a,
+                         a.root / SOLUTION_ANSWERS)
+        _make_submission(root / "empty", "", a, None)
         for m in mutants:
-            _make_submission(root / f"mutant-{m.name}", m.file, a, m.answers)
+            _make_submission(root / f"mutant-{m.name}", m.source, a, m.answers)
         subs = discover(root, a)
         results = {r.student: r for r in grade_all(subs, a, GradeOptions(), isolation, jobs)}
     _judge_reference(results["reference"], report)
@@ -97,13 +118,9 @@ def validate_assignment(a: Assignment, isolation: Isolation, jobs: int) -> Valid
     return report
 
 
-def _make_submission(folder: Path, code: Path | None, a: Assignment, answers: Path | None) -> None:
+def _make_submission(folder: Path, source: str, a: Assignment, answers: Path | None) -> None:
     folder.mkdir()
-    target = folder / a.module_name
-    if code is None:
-        target.write_text("", encoding="utf-8")
-    else:
-        shutil.copyfile(code, target)
+    (folder / a.module_name).write_text(source, encoding="utf-8")
     if answers is not None and answers.is_file():
         shutil.copyfile(answers, folder / a.answers_name)
 

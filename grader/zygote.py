@@ -36,7 +36,7 @@ Each child, before any student code runs:
 
 Control protocol on the inherited Unix socket (frames from `wire`):
     {"op": "fork", "limits": {...}} + 2 fds (protocol, output) -> {"pid": n}
-    {"op": "kill", "pid": n}  -> {"status": int}
+    {"op": "kill", "pid": n}  -> {"status": int, "cpu_s": float}
 """
 
 from __future__ import annotations
@@ -141,13 +141,14 @@ def main(control_fd: int, config: dict[str, Any] | None = None) -> None:
         elif request.get("op") == "kill":
             pid = int(request["pid"])
             workdir, uid, inner = children.pop(pid, ("", None, None))
+            cpu_before = _children_cpu()
             status = _kill(pid, _exited.pop(pid, None), inner)
             if uid is not None:
                 _reap_uid(uid, workdir)
             if workdir:
                 shutil.rmtree(workdir, ignore_errors=True)
             _reap_orphans(children)
-            wire.send_frame(control, {"status": status})
+            wire.send_frame(control, {"status": status, "cpu_s": round(_children_cpu() - cpu_before, 4)})
         else:
             for fd in fds:
                 os.close(fd)
@@ -225,6 +226,13 @@ def _reap_orphans(children: dict[int, Any], wait_s: float = 0.0) -> None:
             if time.monotonic() >= deadline:
                 return
             time.sleep(0.002)
+
+
+def _children_cpu() -> float:
+    """CPU seconds of every child reaped so far: the delta around one child's reaping is
+    that child's cost (best effort: a child reaped earlier by `_reap_orphans` is missed)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _kill(pid: int, status: int | None = None, inner: int | None = None) -> int:
