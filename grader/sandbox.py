@@ -149,10 +149,14 @@ class Sandbox:
     """A warm zygote that forks isolated children; use as a context manager."""
 
     def __init__(self, isolation: Isolation = Isolation.AUTO, limits: Limits = Limits(),
-                 prewarm: bool = True):
+                 prewarm: bool = True, spare: bool = True):
         self.requested = Isolation(isolation)
         self.limits = limits
         self.prewarm = prewarm
+        self.spare = spare
+        """Keep one child forked ahead (see `spawn`)."""
+        self._spare: Child | None = None
+        self._spare_thread: threading.Thread | None = None
         """Import what meta-device ops need in the zygote (~1 s once; saves it per child)."""
         self.level: Isolation | None = None
         self.strategy = ""
@@ -216,6 +220,9 @@ class Sandbox:
         self._ready = True
 
     def stop(self) -> None:
+        spare = self._take_spare() if self._control is not None else None
+        if spare is not None:
+            spare.kill()
         if self._control is not None:
             self._control.close()
             self._control = None
@@ -228,8 +235,33 @@ class Sandbox:
             self._proc = None
 
     def spawn(self) -> Child:
-        """Fork a fresh child for one submission (or a retry after a crash)."""
+        """A fresh child for one submission (or a retry after a crash).
+
+        With `spare`, the next child is forked in the background while this one is
+        used, taking the fork off the grading's critical path. A spare has run no code
+        and holds nothing of anyone: it is as fresh as one forked on demand."""
         self.wait_ready()
+        child = self._take_spare() or self._fork()
+        if self.spare:
+            self._spare_thread = threading.Thread(target=self._fork_spare, daemon=True)
+            self._spare_thread.start()
+        self.facts = child.isolation
+        return child
+
+    def _fork_spare(self) -> None:
+        try:
+            self._spare = self._fork()
+        except (OSError, RuntimeError, frames.WireError, EOFError):
+            self._spare = None  # spawn forks on demand instead
+
+    def _take_spare(self) -> Child | None:
+        if self._spare_thread is not None:
+            self._spare_thread.join()
+            self._spare_thread = None
+        spare, self._spare = self._spare, None
+        return spare
+
+    def _fork(self) -> Child:
         proto_ours, proto_theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         out_ours, out_theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         frame = _frame({"op": "fork", "limits": self.limits.for_child()})
@@ -246,7 +278,6 @@ class Sandbox:
             child.isolation = facts if isinstance(facts, dict) else {}
         except (EOFError, OSError, frames.WireError):
             child.isolation = {"error": "the child ended before reporting its isolation"}
-        self.facts = child.isolation
         return child
 
     def describe(self) -> str:
