@@ -49,7 +49,7 @@ from grader.results import (
     TestResult,
 )
 
-__all__ = ["Override", "OverridesError", "apply_overrides", "check_targets", "exercise_status",
+__all__ = ["Override", "OverridesError", "apply_overrides", "check_targets",
            "is_adjustment", "read_overrides", "strip_overrides"]
 
 ADJUSTMENT_PREFIX = "override:"

@@ -12,7 +12,7 @@ import builtins
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 from grader import wire
 from grader.errors import SandboxFailure

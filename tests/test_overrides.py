@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-import itertools
 import json
 import subprocess
 import sys
@@ -25,7 +24,6 @@ from grader.overrides import (
     OverridesError,
     apply_overrides,
     check_targets,
-    exercise_status,
     read_overrides,
     strip_overrides,
 )
