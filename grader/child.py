@@ -213,6 +213,7 @@ class Server:
             except EOFError:
                 return
             if request.get("op") == "exit":
+                wire.send_frame(self.sock, {"ok": True, "value": {"cpu_s": _cpu_seconds()}})
                 return
             wire.send_frame(self.sock, self.handle(request))
 
@@ -280,6 +281,16 @@ class Server:
 
     def op_spy_stop(self, request: dict[str, Any]) -> int:
         return self.spies.pop(str(request["target"])).stop()
+
+
+def _cpu_seconds() -> float:
+    """This process's CPU and that of the children it waited for (reported on exit; the
+    grader only records it, so a student who lies about it changes no verdict)."""
+    import resource
+
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return round(own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime, 4)
 
 
 class _Missing(Exception):
