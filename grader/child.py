@@ -77,7 +77,7 @@ def load_notebook(ns: Namespace, cells: list[str], filename: str) -> dict[str, A
     Like nbclient with allow_errors, a cell that raises is recorded and the next cells
     still run, so the names the notebook did define are graded.
     """
-    shell = _make_shell()
+    shell = make_shell()
     ns.names = shell.user_ns
     ns.module_dicts.append(shell.user_ns)
     cell_errors = []
@@ -94,7 +94,8 @@ def load_notebook(ns: Namespace, cells: list[str], filename: str) -> dict[str, A
     return {"error": None, "cell_errors": cell_errors}
 
 
-def _make_shell() -> Any:
+def make_shell() -> Any:
+    """The IPython shell notebooks run in (one per process; built ahead in the zygote)."""
     from IPython.core.interactiveshell import InteractiveShell
     from traitlets.config import Config
 

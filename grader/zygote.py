@@ -71,6 +71,13 @@ def _prewarm() -> None:
     import torch._refs  # noqa: F401
     import torch._subclasses.fake_tensor  # noqa: F401
 
+
+def _prebuild_shell() -> None:
+    """Build IPython's shell once (~35 ms per notebook otherwise): each forked child
+    gets its own pristine copy of it, with an empty namespace."""
+    child.make_shell()
+
+
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUTS = 0x04000000
 CLONE_NEWIPC = 0x08000000
@@ -107,6 +114,7 @@ def main(control_fd: int, config: dict[str, Any] | None = None) -> None:
     cfg = _Config(config or {})
     if cfg.prewarm:
         _prewarm()
+        _prebuild_shell()
     control = socket.socket(fileno=control_fd)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     # What a child leaves behind when it is killed (the pid-1 process of its namespace,
