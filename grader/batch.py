@@ -16,12 +16,16 @@ from typing import Callable, Iterator, Sequence
 from grader import __version__
 from grader.assignment import Assignment
 from grader.discover import Submission
-from grader.export import write_grades_csv, write_index_html, write_report_html, write_result_json
+from grader.export import (
+    write_grades_csv,
+    write_index_html,
+    write_report_html,
+    write_result_json,
+)
 from grader.pipeline import GradeOptions
 from grader.results import SubmissionResult, from_json_dict
 from grader.sandbox import Isolation
 from grader.workers import grade_all
-
 
 Executor = Callable[[Sequence[Submission]], Iterator[SubmissionResult]]
 """Grades submissions and yields their results as they finish: local worker processes

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from grader.answers import template_answers
+from grader.answers_file import template_answers
 from grader.assignment import Assignment
 from grader.export import write_text_atomic
 

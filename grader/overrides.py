@@ -41,12 +41,12 @@ import yaml
 
 from grader.errors import UsageError
 from grader.results import (
-    exercise_status,
     Evidence,
     ExerciseResult,
     Status,
     SubmissionResult,
     TestResult,
+    exercise_status,
 )
 
 __all__ = ["Override", "OverridesError", "apply_overrides", "check_targets",

@@ -20,14 +20,21 @@ import torch
 import yaml
 
 from grader import __version__
-from grader.answers import load_answers, score_questions
+from grader.answers import score_questions
+from grader.answers_file import load_answers
 from grader.assignment import Assignment
 from grader.discover import Submission
 from grader.errors import AssignmentError
 from grader.load import LoadedSubmission, read_submission
 from grader.proxy import Connection, LoadOutcome
-from grader.results import (ExerciseResult, LoadReport, Provenance, Status, SubmissionResult,
-                            TestResult)
+from grader.results import (
+    ExerciseResult,
+    LoadReport,
+    Provenance,
+    Status,
+    SubmissionResult,
+    TestResult,
+)
 from grader.sandbox import Sandbox
 from grader.score import exercise_results, totals
 from grader.testrun import load_reference, run_tests

@@ -35,7 +35,13 @@ from grader.formatting import (
     plain_text,
     short_digest,
 )
-from grader.results import Evidence, ExerciseResult, Status, SubmissionResult, TestResult
+from grader.results import (
+    Evidence,
+    ExerciseResult,
+    Status,
+    SubmissionResult,
+    TestResult,
+)
 
 __all__ = ["render_index", "render_report"]
 

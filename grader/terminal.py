@@ -11,7 +11,13 @@ import textwrap
 from typing import Any
 
 from grader.formatting import as_float, fmt_points, fmt_value, plain_text
-from grader.results import Evidence, ExerciseResult, Status, SubmissionResult, TestResult
+from grader.results import (
+    Evidence,
+    ExerciseResult,
+    Status,
+    SubmissionResult,
+    TestResult,
+)
 
 __all__ = ["format_check_table"]
 

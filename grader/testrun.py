@@ -21,8 +21,14 @@ import pytest
 import torch
 
 from grader.errors import AssignmentError, InternalError
-from grader.proxy import (Connection, MissingName, Student, StudentCrashed, StudentRaised,
-                          StudentTimeout)
+from grader.proxy import (
+    Connection,
+    MissingName,
+    Student,
+    StudentCrashed,
+    StudentRaised,
+    StudentTimeout,
+)
 from grader.results import Evidence
 from grader.testing import GradingFailure
 

@@ -12,8 +12,6 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-
-
 from typing import Any
 
 import yaml

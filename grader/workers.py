@@ -26,7 +26,6 @@ from grader.pipeline import GradeOptions, ungradable
 from grader.results import SubmissionResult, from_json_dict
 from grader.sandbox import Isolation
 
-
 _PACKAGE_PARENT = Path(__file__).resolve().parent.parent
 _BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from grader import workers; workers.main()"
 

@@ -42,7 +42,6 @@ Control protocol on the inherited Unix socket (frames from `wire`):
 from __future__ import annotations
 
 import ctypes
-import errno
 import json
 import os
 import random
@@ -59,6 +58,9 @@ import IPython.core.interactiveshell  # noqa: F401
 import torch  # noqa: F401  (imported once here so every child starts warm)
 
 from grader import child, wire
+from grader.isolation import (LINUX, PR_SET_CHILD_SUBREAPER,
+                              PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS, PR_SET_PDEATHSIG,
+                              apply_limits, drop_capabilities, libc, prctl, private_root, write_file)
 
 
 def _prewarm() -> None:
@@ -84,19 +86,11 @@ CLONE_NEWIPC = 0x08000000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
-PR_SET_PDEATHSIG = 1
-PR_SET_DUMPABLE = 4
-PR_SET_NO_NEW_PRIVS = 38
-PR_SET_CHILD_SUBREAPER = 36
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
-MS_REMOUNT, MS_BIND, MS_MOVE, MS_REC, MS_PRIVATE = 32, 4096, 8192, 16384, 1 << 18
 NOBODY = 65534
 UID_MIN = 1_900_000_000
 UID_MAX = 2_000_000_000
 SANDBOX_HOSTNAME = "sandbox"
 
-_LINUX = sys.platform.startswith("linux")
-_libc: Any = ctypes.CDLL(None, use_errno=True) if _LINUX else None
 
 
 class _Config:
@@ -120,7 +114,7 @@ def main(control_fd: int, config: dict[str, Any] | None = None) -> None:
     # What a child leaves behind when it is killed (the pid-1 process of its namespace,
     # orphans) is re-parented here and reaped, instead of piling up as zombies under an
     # init that may never reap them (a container's).
-    _prctl(PR_SET_CHILD_SUBREAPER, 1)
+    prctl(PR_SET_CHILD_SUBREAPER, 1)
     strategy = _strategy(cfg)
     tmp_root = tempfile.mkdtemp(prefix="grader-children-")
     # Children that become their own uid before creating their workdir need to write
@@ -183,7 +177,7 @@ def _parse(msg: bytes) -> dict[str, Any]:
 
 def _strategy(cfg: _Config) -> str:
     """How children will be isolated, from what this zygote is allowed to do."""
-    if not _LINUX:
+    if not LINUX:
         return "none"
     if os.geteuid() == 0:
         if cfg.private_root and _has_cap(21):  # CAP_SYS_ADMIN
@@ -400,7 +394,7 @@ def _enter_child(proto_fd: int, out_fd: int, limits: dict[str, Any], workdir: st
     os.chdir(workdir)
     os.environ.clear()
     os.environ.update(child_environment(workdir))
-    facts["limits"] = _apply_limits(limits, facts)
+    facts["limits"] = apply_limits(limits, facts)
     wire.send_frame(proto, {"isolation": facts})
     child.run(proto)
 
@@ -446,11 +440,11 @@ def _isolate(limits: dict[str, Any], workdir: str, uid: int | None, strategy: st
     facts["uid"] = os.getuid()
     facts["outside_uid"] = uid if uid is not None else facts.get("outside_uid", os.getuid())
     _close_report_fd()
-    if _LINUX:
+    if LINUX:
         # setuid() clears the parent-death signal: set it again, last.
-        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-        _prctl(PR_SET_NO_NEW_PRIVS, 1)
-        _drop_capabilities()
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        prctl(PR_SET_NO_NEW_PRIVS, 1)
+        drop_capabilities()
     facts["workdir"] = workdir
     return facts
 
@@ -460,21 +454,21 @@ def _become(uid: int) -> None:
     os.setgroups([])
     os.setgid(uid)
     os.setuid(uid)
-    _prctl(PR_SET_DUMPABLE, 1)
+    prctl(PR_SET_DUMPABLE, 1)
 
 
 def _isolate_userns(facts: dict[str, Any]) -> None:
     outside = os.getuid()
     outside_gid = os.getgid()
     flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS
-    if _libc.unshare(flags) != 0:
+    if libc.unshare(flags) != 0:
         err = ctypes.get_errno()
         facts["notes"].append(f"unshare(user, pid, net, ipc) failed: {os.strerror(err)}")
         return
     try:
-        _write("/proc/self/setgroups", "deny")
-        _write("/proc/self/uid_map", f"{NOBODY} {outside} 1")
-        _write("/proc/self/gid_map", f"{NOBODY} {outside_gid} 1")
+        write_file("/proc/self/setgroups", "deny")
+        write_file("/proc/self/uid_map", f"{NOBODY} {outside} 1")
+        write_file("/proc/self/gid_map", f"{NOBODY} {outside_gid} 1")
     except OSError as exc:
         facts["notes"].append(f"uid map not written: {exc}")
     facts["namespaces"] = ["user", "pid", "net", "ipc", "uts"]
@@ -490,7 +484,7 @@ def _isolate_root_private(workdir: str, uid: int, cfg: _Config, size_mb: int,
                           facts: dict[str, Any]) -> None:
     flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS
     os.makedirs(workdir, 0o700, exist_ok=True)
-    if _libc.unshare(flags) != 0:
+    if libc.unshare(flags) != 0:
         err = ctypes.get_errno()
         facts["notes"].append(f"unshare(mount, pid, net, ipc) failed: {os.strerror(err)}")
         _become(uid)
@@ -502,7 +496,7 @@ def _isolate_root_private(workdir: str, uid: int, cfg: _Config, size_mb: int,
     except OSError:
         pass
     try:
-        _private_root(workdir, uid, cfg.ro_paths, size_mb, cfg.devices)
+        private_root(workdir, uid, cfg.ro_paths, size_mb, cfg.devices)
         facts["filesystem"] = "private-root"
     except OSError as exc:
         facts["notes"].append(f"private root not built ({exc}); the filesystem is shared")
@@ -516,12 +510,12 @@ def _become_pid1() -> None:
     pid = os.fork()
     if pid == 0:
         _close_report_fd()
-        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
         return
     if _report_fd is not None:
         os.write(_report_fd, str(pid).encode())
     _close_report_fd()
-    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     while True:
         try:
             _, status = os.waitpid(pid, 0)
@@ -530,180 +524,6 @@ def _become_pid1() -> None:
             continue
     code = os.waitstatus_to_exitcode(status)
     os._exit(128 - code if code < 0 else code)
-
-
-def _private_root(workdir: str, uid: int, ro_paths: list[str], size_mb: int,
-                  devices: tuple[str, ...] | list[str] = ()) -> None:
-    """Build a new / on a tmpfs mounted over `workdir` and chroot into it (we are root in
-    a fresh mount namespace; the host never sees these mounts)."""
-    _mount(None, "/", None, MS_REC | MS_PRIVATE)
-    root = workdir
-    _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size_mb}m,mode=0755")
-    for path in _outermost(ro_paths):
-        _bind_readonly(path, root + path)
-    dev = root + "/dev"
-    os.makedirs(dev, 0o755, exist_ok=True)
-    gpus = [os.path.basename(d) for d in devices]  # /dev/nvidia*, for --device cuda
-    for name in ("null", "zero", "full", "random", "urandom", *gpus):
-        if os.path.exists("/dev/" + name):
-            open(f"{dev}/{name}", "w").close()
-            _mount("/dev/" + name, f"{dev}/{name}", None, MS_BIND)
-    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
-                         ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):
-        os.symlink(target, f"{dev}/{name}")
-    try:  # ptys for IPython's `!cmd` (pexpect), as bubblewrap's --dev has them
-        os.makedirs(dev + "/pts", 0o755, exist_ok=True)
-        _mount("devpts", dev + "/pts", "devpts", MS_NOSUID | MS_NOEXEC,
-               "newinstance,ptmxmode=0666,mode=0620")
-        os.symlink("pts/ptmx", dev + "/ptmx")
-    except OSError:
-        pass
-    # As under bubblewrap: /tmp and /dev/shm belong to root; the child writes only in
-    # its own workdir.
-    for folder in (dev + "/shm", root + "/tmp"):
-        os.makedirs(folder, 0o755, exist_ok=True)
-    inner = root + workdir
-    os.makedirs(inner, 0o711, exist_ok=True)
-    os.chmod(inner, 0o700)
-    os.chown(inner, uid, uid)
-    parent = os.path.dirname(inner)
-    while parent.startswith(root + "/tmp/"):
-        os.chmod(parent, 0o711)
-        parent = os.path.dirname(parent)
-    os.makedirs(root + "/proc", 0o555, exist_ok=True)
-    _mount("proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-    os.chdir(root)
-    _mount(root, "/", None, MS_MOVE)
-    os.chroot(".")
-    os.chdir("/")
-
-
-def _outermost(paths: list[str]) -> list[str]:
-    """Absolute existing paths, without those inside another one of the list."""
-    clean = sorted({os.path.normpath(p) for p in paths if os.path.isabs(p)
-                    and (os.path.exists(p) or os.path.islink(p))})
-    out: list[str] = []
-    for p in clean:
-        if not any(p == o or p.startswith(o.rstrip("/") + "/") for o in out):
-            out.append(p)
-    return out
-
-
-def _bind_readonly(src: str, dst: str) -> None:
-    if os.path.islink(src):
-        os.makedirs(os.path.dirname(dst), 0o755, exist_ok=True)
-        if not os.path.lexists(dst):
-            os.symlink(os.readlink(src), dst)
-        return
-    os.makedirs(os.path.dirname(dst), 0o755, exist_ok=True)
-    if os.path.isdir(src):
-        os.makedirs(dst, 0o755, exist_ok=True)
-    elif not os.path.exists(dst):
-        open(dst, "w").close()
-    _mount(src, dst, None, MS_BIND | MS_REC)
-    _mount(None, dst, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
-
-
-def _mount(src: str | None, dst: str, fstype: str | None, flags: int,
-           data: str | None = None) -> None:
-    enc = (lambda s: s.encode() if s is not None else None)
-    if _libc.mount(enc(src), enc(dst), enc(fstype), ctypes.c_ulong(flags), enc(data)) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"mount {dst}: {os.strerror(err)}")
-
-
-def _write(path: str, text: str) -> None:
-    with open(path, "w") as f:
-        f.write(text)
-
-
-def _prctl(option: int, value: int) -> None:
-    if _libc is not None:
-        _libc.prctl(option, ctypes.c_ulong(value), ctypes.c_ulong(0), ctypes.c_ulong(0),
-                    ctypes.c_ulong(0))
-
-
-class _CapHeader(ctypes.Structure):
-    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
-
-
-class _CapData(ctypes.Structure):
-    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
-                ("inheritable", ctypes.c_uint32)]
-
-
-def _drop_capabilities() -> None:
-    """No capabilities left, in whatever user namespace we are in."""
-    for cap in range(64):  # PR_CAPBSET_DROP needs CAP_SETPCAP; best effort
-        if _libc.prctl(24, ctypes.c_ulong(cap), ctypes.c_ulong(0), ctypes.c_ulong(0),
-                       ctypes.c_ulong(0)) != 0 and ctypes.get_errno() == errno.EINVAL:
-            break
-    header = _CapHeader(0x20080522, 0)
-    data = (_CapData * 2)()
-    _libc.capset(ctypes.byref(header), data)
-
-
-# ---------------------------------------------------------------- limits
-
-
-def _apply_limits(limits: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]:
-    mb = 1024 * 1024
-    applied: dict[str, Any] = {}
-    vm = _vm_size()
-    if vm is not None:
-        applied["memory_mb"] = _set(resource.RLIMIT_AS, vm + int(limits.get("memory_mb", 2048)) * mb, mb)
-    applied["cpu_s"] = _set(resource.RLIMIT_CPU, int(limits.get("cpu_s", 120)))
-    applied["file_size_mb"] = _set(resource.RLIMIT_FSIZE, int(limits.get("file_size_mb", 16)) * mb, mb)
-    processes = int(limits.get("processes", 256))
-    if not _LINUX:
-        # macOS counts every process of the user (a whole desktop): not set.
-        facts["notes"].append("no process limit on this system")
-        processes = -1
-    elif facts.get("outside_uid") == 0:
-        # Not enforced for uid 0 whatever we set (kernel rule); say so.
-        facts["notes"].append("RLIMIT_NPROC is not enforced for uid 0: no process limit")
-    elif not facts.get("namespaces") and facts.get("outside_uid") is not None and _LINUX:
-        # Counted across all of this user's processes: leave room for those.
-        processes += _processes_of(os.getuid())
-    if processes > 0:
-        applied["processes"] = _set(resource.RLIMIT_NPROC, processes)
-    _set(resource.RLIMIT_CORE, 0)
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    return applied
-
-
-def _set(which: int, value: int, unit: int = 1) -> int | None:
-    soft, hard = resource.getrlimit(which)
-    if hard != resource.RLIM_INFINITY:
-        value = min(value, hard)
-    try:
-        resource.setrlimit(which, (value, value))
-    except (ValueError, OSError):
-        return None
-    return value // unit
-
-
-def _vm_size() -> int | None:
-    try:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError):
-        return None
-
-
-def _processes_of(uid: int) -> int:
-    count = 0
-    try:
-        for entry in os.listdir("/proc"):
-            if entry.isdigit():
-                try:
-                    if os.stat(f"/proc/{entry}").st_uid == uid:
-                        count += int(len(os.listdir(f"/proc/{entry}/task")))
-                except OSError:
-                    continue
-    except OSError:
-        return 0
-    return count
 
 
 if __name__ == "__main__":

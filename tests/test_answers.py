@@ -10,6 +10,7 @@ from typing import Any, Iterator, Mapping
 import pytest
 import yaml
 
+import grader.answer_values as answer_values
 import grader.answers as answers_module
 from grader.answers import (
     AnswerKeyError,
@@ -55,7 +56,7 @@ def _one(question_id: str, value: Any) -> results.TestResult:
 
 
 def _strip_accents(text: str) -> str:
-    return answers_module._strip_accents(text)
+    return answer_values.strip_accents(text)
 
 
 # ------------------------------------------------------------------ key and questions
@@ -386,7 +387,7 @@ def _samples() -> Iterator[tuple[str, Any]]:
 def test_messages_never_contain_the_expected_answer(question_id: str, answer: Any) -> None:
     doc: Mapping[str, Any] = {} if answer is answers_module._MISSING else {question_id: answer}
     result = score_questions([BY_ID[question_id]], doc, KEY)[0]
-    message = result.message.replace(answers_module._show(answer), "")  # the student's own words may echo
+    message = result.message.replace(answer_values.show(answer), "")  # the student's own words may echo
     for form in _EXPECTED_FORMS:
         assert not re.search(form, message), (form, result.message)
 
