@@ -177,6 +177,9 @@ def render_report(result: SubmissionResult) -> str:
 # ----------------------------------------------------------------- index.html
 
 
+LOAD_FAILURE = "(the code could not be loaded)"
+
+
 @dataclass(frozen=True)
 class Failure:
     test: str
@@ -213,8 +216,11 @@ def _failures_of(ex: ExerciseResult) -> set[tuple[str, str, str]]:
     found = {
         (t.name or t.test_id, NUMBER.sub("#", t.message), t.message)
         for t in ex.tests
-        if not t.passed
+        if not t.passed and not (ex.message and t.message == ex.message)
     }
+    if ex.message and any(not t.passed and t.message == ex.message for t in ex.tests):
+        # code that did not load fails every test with one message: one mistake, not n
+        found.add((LOAD_FAILURE, NUMBER.sub("#", ex.message), ex.message))
     if not ex.tests and ex.message and Status(ex.status) is not Status.PASSED:
         found.add(("(whole exercise)", NUMBER.sub("#", ex.message), ex.message))
     return found

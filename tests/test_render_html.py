@@ -286,3 +286,19 @@ def test_unknown_visibility_is_hidden_in_the_report() -> None:
     )
     html = render_report(r)
     assert "weights on PAD keys are 0" not in html and "hidden tests: 0/1 passed" in html
+
+
+def test_a_load_failure_counts_once_per_exercise_in_the_overview():
+    from grader.render_html import LOAD_FAILURE, render_index
+    from grader.results import ExerciseResult, Status, SubmissionResult, TestResult
+
+    why = "importing attention.py raised SyntaxError at line 85: expected ':'"
+    tests = tuple(TestResult(name=f"check {i}", score=0, max_score=1, passed=False,
+                             message=why, outcome="error", test_id=f"t{i}") for i in range(5))
+    ex = ExerciseResult(id="attention_core", score=0, max_score=5, status=Status.ERROR,
+                        tests=tests, message=why)
+    result = SubmissionResult(student="em", assignment="attention", score=0, max_score=5,
+                              exercises=(ex,))
+    html = render_index([result])
+    assert html.count(LOAD_FAILURE) == 1
+    assert "check 3" not in html
