@@ -102,7 +102,6 @@ class Connection:
         self.child: Child | None = None
         self.generation = 0
         self.load: LoadOutcome | None = None
-        self.restarts = 0
         self.started = time.monotonic()
         self.test_deadline = float("inf")
         self.pending_seed: int | None = None
@@ -141,7 +140,6 @@ class Connection:
             self._retire_child()
         if self._submission_time_left() <= 0:
             raise StudentTimeout(self._timeout_message())
-        self.restarts += 1
         self.child = self.sandbox.spawn()
         if self.child.isolation.get("error"):
             self.child.kill()

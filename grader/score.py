@@ -16,24 +16,16 @@ def exercise_results(assignment: Assignment, outcomes: Sequence[TestOutcome],
     by_file: dict[str, list[TestOutcome]] = defaultdict(list)
     for o in outcomes:
         by_file[str(o.file)].append(o)
+    exercise_of = {f"question:{q.id}": q.exercise for q in assignment.questions}
     by_exercise: dict[str, list[TestResult]] = defaultdict(list)
     for q in question_results:
-        by_exercise[q.test_id.removeprefix("question:").split(".")[0]].append(q)
+        by_exercise[exercise_of.get(q.test_id, "")].append(q)
     results = []
     for ex in assignment.exercises:
         test_file = ex.test_file(public)
         tests = _scored_tests(ex, by_file.get(str(test_file), [])) if test_file else []
-        questions = [q for q in question_results if _question_exercise(assignment, q) == ex.id]
-        results.append(_exercise(ex, tests + questions, load_failure if tests else ""))
+        results.append(_exercise(ex, tests + by_exercise[ex.id], load_failure if tests else ""))
     return tuple(results)
-
-
-def _question_exercise(assignment: Assignment, q: TestResult) -> str:
-    qid = q.test_id.removeprefix("question:")
-    for question in assignment.questions:
-        if question.id == qid:
-            return question.exercise
-    return ""
 
 
 def _scored_tests(ex: Exercise, outcomes: list[TestOutcome]) -> list[TestResult]:
