@@ -102,9 +102,10 @@ def sandbox_cpu() -> float:
 
 
 def instrument() -> None:
-    for name in ("read_submission", "run_tests", "load_reference", "_answers",
+    for name in ("read_submission", "load_reference", "_answers",
                  "score_questions", "exercise_results", "provenance", "_load_report"):
         setattr(pipeline, name, timed(name, getattr(pipeline, name)))
+    pipeline.TestRunner.run = timed("run_tests", pipeline.TestRunner.run)  # type: ignore[method-assign]
     Sandbox.spawn = timed("spawn (fork)", Sandbox.spawn)  # type: ignore[method-assign]
     proxy.Connection._load_into = timed("load in child", proxy.Connection._load_into)  # type: ignore[method-assign]
     proxy.Connection.close = timed("child close", proxy.Connection.close)  # type: ignore[method-assign]
@@ -170,6 +171,9 @@ def main() -> int:
         gc.collect()
         gc.freeze()
 
+    t = time.perf_counter()
+    grading = pipeline.Grading(a, box, options)  # one test session, as in a worker
+    t_session = time.perf_counter() - t
     out = Path("/tmp/profile_worker_out")
     per_sub: list[dict[str, object]] = []
     seen_kinds: set[str] = set()
@@ -177,7 +181,7 @@ def main() -> int:
         _current.clear()
         kind = manifest.get(sub.id, {}).get("kind", "module")
         t, c, z = time.perf_counter(), time.process_time(), sandbox_cpu()
-        result = pipeline.grade_submission(sub, a, box, options)
+        result = grading.grade(sub)
         t_grade, c_grade = time.perf_counter() - t, time.process_time() - c
         time.sleep(0.05)  # let the zygote reap the child
         z_grade = sandbox_cpu() - z
@@ -205,19 +209,31 @@ def main() -> int:
         import io
         import pstats
         sub = next(s for s in subs if manifest.get(s.id, {}).get("kind") == args.cprofile)
+        from grader import testrun
+        # The tests run in the test session's thread: profile that thread too.
+        in_tests = cProfile.Profile()
+        run_items = testrun.GraderPlugin._run_items
+
+        def profiled(self, *a, **k):  # type: ignore[no-untyped-def]
+            return in_tests.runcall(run_items, self, *a, **k)
+        testrun.GraderPlugin._run_items = profiled  # type: ignore[method-assign]
         pr = cProfile.Profile()
         pr.enable()
-        pipeline.grade_submission(sub, a, box, options)
+        grading.grade(sub)
         pr.disable()
+        testrun.GraderPlugin._run_items = run_items  # type: ignore[method-assign]
         buf = io.StringIO()
-        pstats.Stats(pr, stream=buf).sort_stats("cumulative").print_stats(45)
+        pstats.Stats(pr, stream=buf).sort_stats("cumulative").print_stats(25)
+        buf.write("\n--- in the test session's thread ---\n")
+        pstats.Stats(in_tests, stream=buf).sort_stats("cumulative").print_stats(60)
         prof_text = buf.getvalue()
     box.stop()
 
     print(f"startup: import torch {T_TORCH - T_START:.2f} s; + pytest + grader "
           f"{T_IMPORTS - T_TORCH:.2f} s (CPU {C_IMPORTS - C_START:.2f} s); "
           f"Sandbox.start (zygote boot, {box.level.value if box.level else '?'}) "
-          f"{t_sandbox:.2f} s wall (worker CPU {c_sandbox:.2f} s; the zygote's own CPU is not counted)")
+          f"{t_sandbox:.2f} s wall (worker CPU {c_sandbox:.2f} s; the zygote's own CPU is not counted); "
+          f"test session (pytest config + collection) {t_session:.2f} s")
     names = ["read_submission", "spawn (fork)", "load in child", "run_tests", "child round trips",
              "load_reference", "_answers", "score_questions", "exercise_results", "_load_report",
              "provenance", "child close"]

@@ -53,34 +53,35 @@ def grade_all(subs: Sequence[Submission], assignment: Assignment, options: Grade
 
 def grade_on_worker(init: dict[str, Any], sub_doc: dict[str, Any]) -> str:
     """Runs on a Dask worker: grade one submission with this process's warm sandbox."""
-    from grader.pipeline import grade_submission
     from grader.results import to_json_dict
 
     with _LOCK:
-        assignment, sandbox, options = _warm(init)
+        grading = _warm(init)
         sub = submission_from(sub_doc)
         try:
-            result = grade_submission(sub, assignment, sandbox, options)
+            result = grading.grade(sub)
         except Exception as exc:  # a bug of ours: this submission is ungradable
-            result = ungradable(sub, assignment, f"{type(exc).__name__}: {exc}")
+            result = ungradable(sub, grading.assignment, f"{type(exc).__name__}: {exc}")
         return json.dumps(to_json_dict(result))
 
 
-def _warm(init: dict[str, Any]) -> tuple[Assignment, Any, GradeOptions]:
+def _warm(init: dict[str, Any]) -> Any:
+    """This Dask worker's `Grading` for `init`: sandbox and test session, kept warm."""
     key = json.dumps(init, sort_keys=True)
     if _STATE.get("key") != key:
         import torch
 
         from grader import assignment as assignment_mod
+        from grader.pipeline import Grading
         from grader.sandbox import Sandbox
 
         os.environ.setdefault("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")  # a plugin is not ours to run
         torch.set_num_threads(1)
-        if "sandbox" in _STATE:
-            _STATE["sandbox"].stop()
+        if "grading" in _STATE:
+            _STATE["grading"].close()
+            _STATE["grading"].sandbox.stop()
         a = assignment_mod.load(Path(init["assignment"]))
         sandbox = Sandbox(Isolation(init["isolation"]), a.limits)
         sandbox.start()
-        _STATE.update(key=key, assignment=a, sandbox=sandbox,
-                      options=GradeOptions(**init["options"]))
-    return _STATE["assignment"], _STATE["sandbox"], _STATE["options"]
+        _STATE.update(key=key, grading=Grading(a, sandbox, GradeOptions(**init["options"])))
+    return _STATE["grading"]

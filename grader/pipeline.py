@@ -37,7 +37,7 @@ from grader.results import (
 )
 from grader.sandbox import Sandbox
 from grader.score import exercise_results, totals
-from grader.testrun import load_reference, run_tests
+from grader.testrun import TestRunner, load_reference
 
 
 @dataclass(frozen=True)
@@ -48,16 +48,43 @@ class GradeOptions:
     """`grader check`: public tests only, answers checked for form, never for content."""
 
 
+class Grading:
+    """What a process needs to grade submissions of one assignment one after another:
+    the sandbox it runs them in and one test session for all of them."""
+
+    def __init__(self, assignment: Assignment, sandbox: Sandbox, options: GradeOptions) -> None:
+        self.assignment, self.sandbox, self.options = assignment, sandbox, options
+        files = [f for ex in assignment.exercises if (f := ex.test_file(options.public))]
+        reference = None if options.public else load_reference(assignment.reference)
+        self.tests = TestRunner(files, reference, options.device, options.seed, assignment.root)
+
+    def grade(self, sub: Submission) -> SubmissionResult:
+        return _grade(sub, self.assignment, self.sandbox, self.options, self.tests)
+
+    def close(self) -> None:
+        self.tests.close()
+
+    def __enter__(self) -> "Grading":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 def grade_submission(sub: Submission, assignment: Assignment, sandbox: Sandbox,
                      options: GradeOptions) -> SubmissionResult:
+    """Grade one submission (to grade many, keep one `Grading`)."""
+    with Grading(assignment, sandbox, options) as grading:
+        return grading.grade(sub)
+
+
+def _grade(sub: Submission, assignment: Assignment, sandbox: Sandbox, options: GradeOptions,
+           tests: TestRunner) -> SubmissionResult:
     started, cpu_started = time.monotonic(), time.process_time()
     loaded = read_submission(sub)
     connection = _connect(sandbox, loaded, assignment, sub)
-    files = [f for ex in assignment.exercises if (f := ex.test_file(options.public))]
-    reference = None if options.public else load_reference(assignment.reference)
     try:
-        outcomes = run_tests(files, connection, reference, options.device, options.seed,
-                             assignment.root)
+        outcomes = tests.run(connection)
     finally:
         connection.close()
     answers, answer_problems = _answers(sub)

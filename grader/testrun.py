@@ -1,16 +1,23 @@
 """Running an assignment's pytest files against one submission, in the grader's process.
 
 The tests, their assertions and the reference run here; the student's code runs in
-the sandboxed child behind the `student` fixture. One `pytest.main` call per
-submission; a plugin provides the fixtures and turns each test's outcome into plain
-data (`TestOutcome`).
+the sandboxed child behind the `student` fixture. A plugin provides the fixtures and
+turns each test's outcome into plain data (`TestOutcome`).
+
+One pytest session serves every submission a process grades (`TestRunner`): pytest's
+configuration and collection, and the import of the test files, are paid once, and
+the collected items are run again for each submission, the way pytest's own loop runs
+them, so every fixture is torn down after each submission's last test. The session
+runs in its own thread because `pytest.main` only returns at the end.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
+import queue
 import sys
+import threading
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,9 +67,8 @@ class Feedback:
 
 
 class GraderPlugin:
-    def __init__(self, connection: Connection, reference: ModuleType | None,
-                 device: str, seed: int) -> None:
-        self.connection = connection
+    def __init__(self, reference: ModuleType | None, device: str, seed: int) -> None:
+        self.connection: Connection | None = None
         self.reference_module = reference
         self.device_name = device
         self.seed = seed
@@ -70,14 +76,44 @@ class GraderPlugin:
         self.collect_errors: list[str] = []
         self.internal_errors: list[InternalError] = []
         self._feedback: dict[str, Feedback] = {}
+        self.jobs: queue.Queue[tuple[Connection, queue.Queue[Any]] | None] = queue.Queue()
+        self.collected: queue.Queue[str] = queue.Queue()
 
     def pytest_configure(self, config: pytest.Config) -> None:
         # We never read pytest's failure reports, and building its long tracebacks is
         # most of a buggy submission's grading time (--tb is gone with no:terminal).
         config.option.tbstyle = "native"
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> bool:
+        """Instead of running the items once: run them for each submission sent."""
+        self.collected.put("; ".join(self.collect_errors))
+        if self.collect_errors:
+            return True
+        while (job := self.jobs.get()) is not None:
+            connection, reply = job
+            try:
+                reply.put(self._run_items(session.items, connection))
+            except BaseException as exc:  # noqa: BLE001  (handed to the waiting caller)
+                reply.put(exc)
+        return True
+
+    def _run_items(self, items: list[pytest.Item], connection: Connection) -> list[TestOutcome]:
+        self.connection, self.outcomes, self.internal_errors = connection, [], []
+        self._feedback.clear()
+        for i, item in enumerate(items):
+            item._report_sections = []  # captured output of the previous submission's run
+            item.user_properties = []
+            # nextitem=None after the last item tears down every fixture, of every scope.
+            nextitem = items[i + 1] if i + 1 < len(items) else None
+            item.ihook.pytest_runtest_protocol(item=item, nextitem=nextitem)
+        if self.internal_errors:
+            raise self.internal_errors[0]
+        return self.outcomes
+
     @pytest.fixture
     def student(self) -> Student:
+        assert self.connection is not None
         return Student(self.connection)
 
     @pytest.fixture
@@ -101,6 +137,7 @@ class GraderPlugin:
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
         seed = self.test_seed(item.nodeid)
         torch.manual_seed(seed)
+        assert self.connection is not None
         self.connection.begin_test(seed)
 
     @pytest.hookimpl(wrapper=True)
@@ -165,26 +202,91 @@ def _plain_name(item: pytest.Item) -> str:
     return f"{name} [{callspec.id}]" if callspec else name
 
 
+_PYTEST_ARGS = [
+    "-p", "no:cacheprovider", "-p", "no:terminal", "--noconftest", "--assert=plain",
+    # These two run gc.collect() five times per session (~1.4 s with torch loaded).
+    "-p", "no:unraisableexception", "-p", "no:threadexception",
+    # Nothing reads the logs; its handlers would stay on the root logger between runs.
+    "-p", "no:logging",
+    "--import-mode=importlib", "-c", os.devnull,
+    "-W", "ignore::pytest.PytestAssertRewriteWarning", "--capture=sys",
+]
+
+
+class TestRunner:
+    """Runs one set of test files against one submission after another, in one pytest
+    session. Use as a context manager, or call `close()`."""
+
+    __test__ = False  # not a test class, whatever pytest thinks of the name
+
+    def __init__(self, files: list[Path], reference: ModuleType | None, device: str,
+                 seed: int, rootdir: Path) -> None:
+        self.files = files
+        self._plugin = GraderPlugin(reference, device, seed)
+        self._thread: threading.Thread | None = None
+        self._modules_before = set(sys.modules)
+        if files:
+            self._start(rootdir)
+
+    def _start(self, rootdir: Path) -> None:
+        args = [str(f) for f in self.files] + _PYTEST_ARGS + [f"--rootdir={rootdir}"]
+        self._thread = threading.Thread(target=self._session, args=(args,), daemon=True,
+                                        name="grader-tests")
+        self._thread.start()
+        errors = self._plugin.collected.get()
+        if errors:
+            raise AssignmentError(f"the assignment's tests could not be collected: {errors}")
+
+    def _session(self, args: list[str]) -> None:
+        code: object = None
+        try:
+            code = pytest.main(args, plugins=[self._plugin])
+        finally:  # whatever ended the session early, a caller waiting on it must wake
+            self._plugin.collected.put(f"pytest stopped before running them (exit code {code})")
+
+    def run(self, connection: Connection) -> list[TestOutcome]:
+        """Run every test against the submission behind `connection`."""
+        if self._thread is None:
+            return []
+        if not self._thread.is_alive():
+            raise InternalError("the test session has ended; it cannot run more tests")
+        reply: queue.Queue[Any] = queue.Queue()
+        self._plugin.jobs.put((connection, reply))
+        result = reply.get()
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
+    def close(self) -> None:
+        if self._thread is not None and self._thread.is_alive():
+            self._plugin.jobs.put(None)
+            self._thread.join()
+        _forget_modules(set(sys.modules) - self._modules_before, {f.parent for f in self.files})
+
+    def __enter__(self) -> "TestRunner":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _forget_modules(names: set[str], folders: set[Path]) -> None:
+    """Drop the test modules a session imported. pytest names them by their path under
+    the rootdir (`hidden.test_add`) and reuses a module already of that name, so a later
+    session in this process (another assignment, or these files edited) would otherwise
+    run these instead of its own files."""
+    for name in names:
+        module = sys.modules.get(name)
+        where = [getattr(module, "__file__", None) or "", *getattr(module, "__path__", ())]
+        if any(w and any(Path(w).is_relative_to(f) for f in folders) for w in where):
+            del sys.modules[name]
+
+
 def run_tests(files: list[Path], connection: Connection, reference: ModuleType | None,
               device: str, seed: int, rootdir: Path) -> list[TestOutcome]:
-    """Run the given test files against the submission behind `connection`."""
-    if not files:
-        return []
-    plugin = GraderPlugin(connection, reference, device, seed)
-    args = [str(f) for f in files] + [
-        "-p", "no:cacheprovider", "-p", "no:terminal", "--noconftest", "--assert=plain",
-        # These two run gc.collect() five times per session (~1.4 s with torch loaded).
-        "-p", "no:unraisableexception", "-p", "no:threadexception",
-        "--import-mode=importlib", f"--rootdir={rootdir}", "-c", os.devnull,
-        "-W", "ignore::pytest.PytestAssertRewriteWarning", "--capture=sys",
-    ]
-    code = pytest.main(args, plugins=[plugin])
-    if plugin.collect_errors or code in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
-        detail = "; ".join(plugin.collect_errors) or f"pytest exit code {int(code)}"
-        raise AssignmentError(f"the assignment's tests could not be collected: {detail}")
-    if plugin.internal_errors:
-        raise plugin.internal_errors[0]
-    return plugin.outcomes
+    """Run the given test files once, against the submission behind `connection`."""
+    with TestRunner(files, reference, device, seed, rootdir) as runner:
+        return runner.run(connection)
 
 
 _REFERENCES: dict[Path, ModuleType] = {}

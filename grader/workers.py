@@ -143,16 +143,19 @@ def main() -> None:
     """Worker process: read tasks on stdin, answer on a private copy of stdout."""
     out = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # anything else printed here goes to stderr, not into the protocol
+    # Private too: the test session's capture puts its own object on sys.stdin.
+    inp = os.fdopen(os.dup(0), "r")
     from grader import assignment as assignment_mod
+    from grader.pipeline import Grading
     from grader.sandbox import Sandbox
 
-    init = json.loads(sys.stdin.readline())
+    init = json.loads(inp.readline())
     try:
         a = assignment_mod.load(Path(init["assignment"]))
         sandbox = Sandbox(Isolation(init["isolation"]), a.limits)
         sandbox.launch()  # the zygote imports torch while this process does the same
-        options = GradeOptions(**init["options"])
-        _warm_imports(a)
+        _warm_imports()
+        grading = Grading(a, sandbox, GradeOptions(**init["options"]))  # collects the tests
         sandbox.wait_ready()
     except Exception as exc:
         out.write(json.dumps({"error": f"{type(exc).__name__}: {exc}"}) + "\n")
@@ -160,34 +163,30 @@ def main() -> None:
     gc.freeze()  # torch's module objects never die: keep the collector off them
     out.write(json.dumps({"ready": True, "sandbox": sandbox.level.value if sandbox.level else ""}) + "\n")
     try:
-        for line in sys.stdin:
-            out.write(json.dumps(_grade_line(line, a, sandbox, options)) + "\n")
+        for line in inp:
+            out.write(json.dumps(_grade_line(line, grading)) + "\n")
     finally:
         sandbox.stop()
     out.flush()
     os._exit(0)  # skip the interpreter's teardown of torch (~0.5 s): nothing is left to do
 
 
-def _warm_imports(a: Assignment) -> None:
-    """What every submission needs, paid once: torch (one thread: one worker per core),
-    nbformat and the reference."""
+def _warm_imports() -> None:
+    """What every submission needs, paid once: torch (one thread: one worker per core)
+    and nbformat. The reference and the tests are loaded by `Grading`."""
     import nbformat  # noqa: F401
     import torch
 
-    from grader.testrun import load_reference
-
     torch.set_num_threads(1)
-    load_reference(a.reference)
 
 
-def _grade_line(line: str, a: Assignment, sandbox: Any, options: GradeOptions) -> dict[str, Any]:
+def _grade_line(line: str, grading: Any) -> dict[str, Any]:
     from grader.errors import AssignmentError
-    from grader.pipeline import grade_submission
     from grader.results import to_json_dict
 
     sub = submission_from(json.loads(line)["submission"])
     try:
-        return {"result": to_json_dict(grade_submission(sub, a, sandbox, options))}
+        return {"result": to_json_dict(grading.grade(sub))}
     except AssignmentError as exc:
         return {"fatal": str(exc)}
     except Exception as exc:  # a bug of ours: this submission is ungradable

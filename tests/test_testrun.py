@@ -1,0 +1,114 @@
+"""One test session grades many submissions: each one must be graded as if it were alone."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import replace
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from grader import assignment
+from grader.discover import discover
+from grader.errors import AssignmentError, InternalError
+from grader.pipeline import GradeOptions, Grading, grade_submission
+from grader.results import SubmissionResult, to_json_dict
+from grader.sandbox import Isolation, Sandbox
+
+ROOT = Path(__file__).resolve().parent
+TINY = ROOT / "fixtures" / "tiny"
+ADVERSARIAL = ROOT / "fixtures" / "adversarial"
+
+# Fixtures of every scope, each counting how often it was built. A session that kept
+# them between submissions would show the second submission the first one's count.
+SCOPED_TESTS = '''
+import pytest
+
+BUILT = {"session": 0, "module": 0}
+
+
+@pytest.fixture(scope="session")
+def per_session():
+    BUILT["session"] += 1
+    yield BUILT["session"]
+
+
+@pytest.fixture(scope="module")
+def per_module():
+    BUILT["module"] += 1
+    return BUILT["module"]
+
+
+def test_fixtures_are_fresh(student, per_session, per_module, feedback):
+    """builds its fixtures for this submission"""
+    feedback.note(f"session #{per_session}, module #{per_module}")
+    assert student.add(1, 1) == 2, "add(1, 1) is not 2"
+'''
+
+
+@pytest.fixture(scope="module")
+def tiny() -> assignment.Assignment:
+    return assignment.load(TINY / "assignment.yaml")
+
+
+@pytest.fixture(scope="module")
+def box(tiny: assignment.Assignment) -> Iterator[Sandbox]:
+    with Sandbox(Isolation.AUTO, tiny.limits) as sb:
+        yield sb
+
+
+def _sub(name: str, tiny: assignment.Assignment):  # type: ignore[no-untyped-def]
+    return discover(ADVERSARIAL / name, tiny)[0]
+
+
+def _comparable(result: SubmissionResult) -> dict:
+    doc = to_json_dict(replace(result, provenance=None))
+    for ex in doc["exercises"]:
+        for t in ex["tests"]:
+            t["duration_s"] = 0
+    return doc
+
+
+def test_a_shared_session_grades_like_a_fresh_one(tiny, box) -> None:
+    order = ["honest", "wrong", "exit_mid_call", "honest", "wrong"]
+    with Grading(tiny, box, GradeOptions()) as grading:
+        shared = [_comparable(grading.grade(_sub(name, tiny))) for name in order]
+    alone = {name: _comparable(grade_submission(_sub(name, tiny), tiny, box, GradeOptions()))
+             for name in set(order)}
+    for name, doc in zip(order, shared):
+        assert doc == alone[name], name
+    assert shared[0]["score"] == shared[0]["max_score"] and shared[1]["score"] < shared[1]["max_score"]
+
+
+def _scoped_assignment(tmp_path: Path, tiny: assignment.Assignment) -> assignment.Assignment:
+    root = tmp_path / "scoped"
+    shutil.copytree(TINY, root, ignore=shutil.ignore_patterns("__pycache__"))
+    (root / "hidden" / "test_add.py").write_text(SCOPED_TESTS)
+    return assignment.load(root / "assignment.yaml")
+
+
+def test_every_fixture_scope_is_rebuilt_for_each_submission(tmp_path, tiny, box) -> None:
+    scoped = _scoped_assignment(tmp_path, tiny)
+    with Grading(scoped, box, GradeOptions()) as grading:
+        results = [grading.grade(_sub(name, scoped)) for name in ("honest", "wrong", "honest")]
+    notes = [next(e.data["text"] for ex in r.exercises for t in ex.tests for e in t.evidence
+                  if e.kind == "note") for r in results]
+    assert notes == ["session #1, module #1", "session #2, module #2", "session #3, module #3"]
+    add = [next(ex for ex in r.exercises if ex.id == "add") for r in results]
+    assert [ex.score == ex.max_score for ex in add] == [True, False, True]
+
+
+def test_tests_that_do_not_collect_stop_before_any_submission(tmp_path, tiny, box) -> None:
+    broken = _scoped_assignment(tmp_path, tiny)
+    (broken.root / "hidden" / "test_add.py").write_text("def test_x(:\n    pass\n")
+    broken = assignment.load(broken.root / "assignment.yaml")
+    with pytest.raises(AssignmentError, match="could not be collected"):
+        Grading(broken, box, GradeOptions())
+
+
+def test_a_closed_session_refuses_work(tiny, box) -> None:
+    grading = Grading(tiny, box, GradeOptions())
+    grading.close()
+    with pytest.raises(InternalError, match="ended"):
+        grading.grade(_sub("honest", tiny))
