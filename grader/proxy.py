@@ -184,9 +184,8 @@ class Connection:
 
     def request(self, doc: dict[str, Any]) -> Any:
         child = self._ensure_child()
-        if self.pending_seed is not None:
-            seed, self.pending_seed = self.pending_seed, None
-            self.request({"op": "seed", "seed": seed})
+        if self.pending_seed is not None:  # sent with the request: no round trip of its own
+            doc, self.pending_seed = {**doc, "seed": self.pending_seed}, None
         try:
             reply = child.request(doc, self._time_left())
         except TimeoutError:

@@ -37,6 +37,7 @@ from grader.proxy import (
     StudentTimeout,
 )
 from grader.results import Evidence
+from grader.seeding import seed_all
 from grader.testing import GradingFailure
 
 
@@ -136,7 +137,7 @@ class GraderPlugin:
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
         seed = self.test_seed(item.nodeid)
-        torch.manual_seed(seed)
+        seed_all(seed)
         assert self.connection is not None
         self.connection.begin_test(seed)
 
