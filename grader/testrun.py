@@ -96,10 +96,14 @@ class GraderPlugin:
             try:
                 reply.put(self._run_items(session.items, connection))
             except BaseException as exc:  # noqa: BLE001  (handed to the waiting caller)
+                # Something escaped pytest's own protocol: which fixtures are still set
+                # up is unknown, so this session ends; the runner starts a new one.
                 reply.put(exc)
+                return True
         return True
 
-    def _run_items(self, items: list[pytest.Item], connection: Connection) -> list[TestOutcome]:
+    def _run_items(self, items: list[pytest.Item],
+                   connection: Connection) -> tuple[list[TestOutcome], list[InternalError]]:
         self.connection, self.outcomes, self.internal_errors = connection, [], []
         self._feedback.clear()
         for i, item in enumerate(items):
@@ -108,9 +112,7 @@ class GraderPlugin:
             # nextitem=None after the last item tears down every fixture, of every scope.
             nextitem = items[i + 1] if i + 1 < len(items) else None
             item.ihook.pytest_runtest_protocol(item=item, nextitem=nextitem)
-        if self.internal_errors:
-            raise self.internal_errors[0]
-        return self.outcomes
+        return self.outcomes, self.internal_errors
 
     @pytest.fixture
     def student(self) -> Student:
@@ -226,12 +228,15 @@ class TestRunner:
         self._plugin = GraderPlugin(reference, device, seed)
         self._thread: threading.Thread | None = None
         self._modules_before = set(sys.modules)
+        self._closed = False
+        self._args = [str(f) for f in files] + _PYTEST_ARGS + [f"--rootdir={rootdir}"]
         if files:
-            self._start(rootdir)
+            self._start()
 
-    def _start(self, rootdir: Path) -> None:
-        args = [str(f) for f in self.files] + _PYTEST_ARGS + [f"--rootdir={rootdir}"]
-        self._thread = threading.Thread(target=self._session, args=(args,), daemon=True,
+    def _start(self) -> None:
+        plugin = self._plugin
+        plugin.collected, plugin.jobs, plugin.collect_errors = queue.Queue(), queue.Queue(), []
+        self._thread = threading.Thread(target=self._session, args=(self._args,), daemon=True,
                                         name="grader-tests")
         self._thread.start()
         errors = self._plugin.collected.get()
@@ -249,16 +254,22 @@ class TestRunner:
         """Run every test against the submission behind `connection`."""
         if self._thread is None:
             return []
-        if not self._thread.is_alive():
-            raise InternalError("the test session has ended; it cannot run more tests")
+        if self._closed:
+            raise InternalError("this test session was closed; it cannot run more tests")
+        if not self._thread.is_alive():  # the last one ended on an error of its own
+            self._start()
         reply: queue.Queue[Any] = queue.Queue()
         self._plugin.jobs.put((connection, reply))
         result = reply.get()
         if isinstance(result, BaseException):
             raise result
-        return result
+        outcomes, internal_errors = result
+        if internal_errors:
+            raise internal_errors[0]
+        return outcomes
 
     def close(self) -> None:
+        self._closed = True
         if self._thread is not None and self._thread.is_alive():
             self._plugin.jobs.put(None)
             self._thread.join()

@@ -110,5 +110,31 @@ def test_tests_that_do_not_collect_stop_before_any_submission(tmp_path, tiny, bo
 def test_a_closed_session_refuses_work(tiny, box) -> None:
     grading = Grading(tiny, box, GradeOptions())
     grading.close()
-    with pytest.raises(InternalError, match="ended"):
+    with pytest.raises(InternalError, match="closed"):
         grading.grade(_sub("honest", tiny))
+
+
+def test_a_session_broken_by_an_error_of_ours_is_replaced(tiny, box, monkeypatch) -> None:
+    """An exception that escapes pytest's own protocol leaves fixtures in an unknown
+    state: that submission fails as the grader's error, and the next one gets a new session."""
+    from grader import testrun
+
+    honest = _sub("honest", tiny)
+    real_outcome = testrun.GraderPlugin._outcome
+    calls = {"n": 0}
+
+    def outcome_failing_once(self, *args):  # type: ignore[no-untyped-def]
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise RuntimeError("a bug of ours")
+        return real_outcome(self, *args)
+
+    monkeypatch.setattr(testrun.GraderPlugin, "_outcome", outcome_failing_once)
+    with Grading(tiny, box, GradeOptions()) as grading:
+        first_session = grading.tests._thread
+        with pytest.raises(RuntimeError, match="a bug of ours"):
+            grading.grade(honest)
+        again = grading.grade(honest)
+        assert grading.tests._thread is not first_session
+    assert _comparable(again) == _comparable(grade_submission(honest, tiny, box, GradeOptions()))
+    assert again.score == again.max_score
