@@ -21,7 +21,7 @@ from typing import Any, Iterator, Sequence
 from grader.assignment import Assignment
 from grader.discover import Submission
 from grader.errors import UsageError
-from grader.pipeline import GradeOptions, ungradable
+from grader.pipeline import GradeOptions, Grading, ungradable
 from grader.results import SubmissionResult, from_json_dict
 from grader.sandbox import Isolation
 from grader.workers import submission_doc, submission_from
@@ -65,14 +65,13 @@ def grade_on_worker(init: dict[str, Any], sub_doc: dict[str, Any]) -> str:
         return json.dumps(to_json_dict(result))
 
 
-def _warm(init: dict[str, Any]) -> Any:
+def _warm(init: dict[str, Any]) -> Grading:
     """This Dask worker's `Grading` for `init`: sandbox and test session, kept warm."""
     key = json.dumps(init, sort_keys=True)
     if _STATE.get("key") != key:
         import torch
 
         from grader import assignment as assignment_mod
-        from grader.pipeline import Grading
         from grader.sandbox import Sandbox
 
         os.environ.setdefault("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")  # a plugin is not ours to run

@@ -59,7 +59,28 @@ class Grading:
         self.tests = TestRunner(files, reference, options.device, options.seed, assignment.root)
 
     def grade(self, sub: Submission) -> SubmissionResult:
-        return _grade(sub, self.assignment, self.sandbox, self.options, self.tests)
+        started, cpu_started = time.monotonic(), time.process_time()
+        assignment, options = self.assignment, self.options
+        loaded = read_submission(sub)
+        connection = _connect(self.sandbox, loaded, assignment, sub)
+        try:
+            outcomes = self.tests.run(connection)
+        finally:
+            connection.close()
+        answers, answer_problems = _answers(sub)
+        key = None if options.public else answer_key(assignment.answer_key)
+        questions = score_questions(assignment.questions, answers, key, check_only=options.public)
+        load_report = _load_report(loaded, connection, answer_problems)
+        failure = _load_failure_message(connection.load)
+        exercises = exercise_results(assignment, outcomes, questions, options.public, failure)
+        score, max_score = totals(exercises)
+        cpu_s = time.process_time() - cpu_started + connection.student_cpu_s
+        return SubmissionResult(
+            student=sub.id, assignment=assignment.id, score=score, max_score=max_score,
+            exercises=exercises, load=load_report,
+            provenance=provenance(assignment, sub, self.sandbox, options,
+                                  time.monotonic() - started, cpu_s),
+        )
 
     def close(self) -> None:
         self.tests.close()
@@ -76,30 +97,6 @@ def grade_submission(sub: Submission, assignment: Assignment, sandbox: Sandbox,
     """Grade one submission (to grade many, keep one `Grading`)."""
     with Grading(assignment, sandbox, options) as grading:
         return grading.grade(sub)
-
-
-def _grade(sub: Submission, assignment: Assignment, sandbox: Sandbox, options: GradeOptions,
-           tests: TestRunner) -> SubmissionResult:
-    started, cpu_started = time.monotonic(), time.process_time()
-    loaded = read_submission(sub)
-    connection = _connect(sandbox, loaded, assignment, sub)
-    try:
-        outcomes = tests.run(connection)
-    finally:
-        connection.close()
-    answers, answer_problems = _answers(sub)
-    key = None if options.public else answer_key(assignment.answer_key)
-    questions = score_questions(assignment.questions, answers, key, check_only=options.public)
-    load_report = _load_report(loaded, connection, answer_problems)
-    failure = _load_failure_message(connection.load)
-    exercises = exercise_results(assignment, outcomes, questions, options.public, failure)
-    score, max_score = totals(exercises)
-    return SubmissionResult(
-        student=sub.id, assignment=assignment.id, score=score, max_score=max_score,
-        exercises=exercises, load=load_report,
-        provenance=provenance(assignment, sub, sandbox, options, time.monotonic() - started,
-                              time.process_time() - cpu_started + connection.student_cpu_s),
-    )
 
 
 def _connect(sandbox: Sandbox, loaded: LoadedSubmission, assignment: Assignment,

@@ -294,13 +294,6 @@ def _forget_modules(names: set[str], folders: set[Path]) -> None:
             del sys.modules[name]
 
 
-def run_tests(files: list[Path], connection: Connection, reference: ModuleType | None,
-              device: str, seed: int, rootdir: Path) -> list[TestOutcome]:
-    """Run the given test files once, against the submission behind `connection`."""
-    with TestRunner(files, reference, device, seed, rootdir) as runner:
-        return runner.run(connection)
-
-
 _REFERENCES: dict[Path, ModuleType] = {}
 
 

@@ -22,7 +22,7 @@ from typing import Any, Iterator, Sequence
 
 from grader.assignment import Assignment
 from grader.discover import Submission
-from grader.pipeline import GradeOptions, ungradable
+from grader.pipeline import GradeOptions, Grading, ungradable
 from grader.results import SubmissionResult, from_json_dict
 from grader.sandbox import Isolation
 
@@ -146,7 +146,6 @@ def main() -> None:
     # Private too: the test session's capture puts its own object on sys.stdin.
     inp = os.fdopen(os.dup(0), "r")
     from grader import assignment as assignment_mod
-    from grader.pipeline import Grading
     from grader.sandbox import Sandbox
 
     init = json.loads(inp.readline())
@@ -180,7 +179,7 @@ def _warm_imports() -> None:
     torch.set_num_threads(1)
 
 
-def _grade_line(line: str, grading: Any) -> dict[str, Any]:
+def _grade_line(line: str, grading: Grading) -> dict[str, Any]:
     from grader.errors import AssignmentError
     from grader.results import to_json_dict
 
