@@ -2,12 +2,15 @@
 
 full_marks, buggy (mismatch + heatmaps + hidden + message_only), notebook_error (a cell
 raised), unloadable (nothing could be imported), evil (student text that tries to be
-markup), grader_failure (gradable=False).
+markup), grader_failure (gradable=False). `without_timing` makes two real results
+comparable.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
+from typing import Any
 
 from grader.results import (
     Evidence,
@@ -17,6 +20,7 @@ from grader.results import (
     Status,
     SubmissionResult,
     TestResult,
+    to_json_dict,
 )
 
 EXERCISES = (
@@ -32,6 +36,16 @@ EXERCISES = (
 EXERCISE_IDS = tuple(e[0] for e in EXERCISES)
 SCRIPT = "<script>alert(1)</script>"
 IMG = '"><img src=x onerror=alert(1)>'
+
+
+def without_timing(result: SubmissionResult) -> dict[str, Any]:
+    """A result as JSON data without what differs between two gradings of the same
+    submission: provenance (times, CPU, date) and each test's duration."""
+    doc = to_json_dict(replace(result, provenance=None))
+    for ex in doc["exercises"]:
+        for t in ex["tests"]:
+            t["duration_s"] = 0
+    return doc
 
 
 def provenance(seed: int = 0) -> Provenance:

@@ -10,8 +10,8 @@ import pytest
 from grader import assignment
 from grader.discover import discover
 from grader.pipeline import GradeOptions, grade_submission
-from grader.results import to_json_dict
 from grader.sandbox import Isolation, Sandbox
+from result_samples import without_timing
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "corpus"
@@ -28,18 +28,10 @@ def sandbox(attention):
         yield box
 
 
-def _without_timing(result) -> dict:
-    doc = to_json_dict(replace(result, provenance=None))
-    for ex in doc["exercises"]:
-        for t in ex["tests"]:
-            t["duration_s"] = 0
-    return doc
-
-
 @pytest.mark.parametrize("case", ["correct_qkv_module", "dropout_in_eval"])
 def test_five_gradings_give_identical_results(case, attention, sandbox):
     sub = discover(CORPUS / case, attention)[0]
-    docs = [_without_timing(grade_submission(sub, attention, sandbox, GradeOptions())) for _ in range(5)]
+    docs = [without_timing(grade_submission(sub, attention, sandbox, GradeOptions())) for _ in range(5)]
     assert all(d == docs[0] for d in docs[1:])
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-from dataclasses import replace
 from pathlib import Path
 from typing import Iterator
 
@@ -13,8 +12,8 @@ from grader import assignment
 from grader.discover import discover
 from grader.errors import AssignmentError, InternalError
 from grader.pipeline import GradeOptions, Grading, grade_submission
-from grader.results import SubmissionResult, to_json_dict
 from grader.sandbox import Isolation, Sandbox
+from result_samples import without_timing
 
 ROOT = Path(__file__).resolve().parent
 TINY = ROOT / "fixtures" / "tiny"
@@ -62,19 +61,11 @@ def _sub(name: str, tiny: assignment.Assignment):  # type: ignore[no-untyped-def
     return discover(ADVERSARIAL / name, tiny)[0]
 
 
-def _comparable(result: SubmissionResult) -> dict:
-    doc = to_json_dict(replace(result, provenance=None))
-    for ex in doc["exercises"]:
-        for t in ex["tests"]:
-            t["duration_s"] = 0
-    return doc
-
-
 def test_a_shared_session_grades_like_a_fresh_one(tiny, box) -> None:
     order = ["honest", "wrong", "exit_mid_call", "honest", "wrong"]
     with Grading(tiny, box, GradeOptions()) as grading:
-        shared = [_comparable(grading.grade(_sub(name, tiny))) for name in order]
-    alone = {name: _comparable(grade_submission(_sub(name, tiny), tiny, box, GradeOptions()))
+        shared = [without_timing(grading.grade(_sub(name, tiny))) for name in order]
+    alone = {name: without_timing(grade_submission(_sub(name, tiny), tiny, box, GradeOptions()))
              for name in set(order)}
     for name, doc in zip(order, shared):
         assert doc == alone[name], name
@@ -136,5 +127,5 @@ def test_a_session_broken_by_an_error_of_ours_is_replaced(tiny, box, monkeypatch
             grading.grade(honest)
         again = grading.grade(honest)
         assert grading.tests._thread is not first_session
-    assert _comparable(again) == _comparable(grade_submission(honest, tiny, box, GradeOptions()))
+    assert without_timing(again) == without_timing(grade_submission(honest, tiny, box, GradeOptions()))
     assert again.score == again.max_score
