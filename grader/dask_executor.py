@@ -80,7 +80,7 @@ def _warm(init: dict[str, Any]) -> Grading:
             _STATE["grading"].close()
             _STATE["grading"].sandbox.stop()
         a = assignment_mod.load(Path(init["assignment"]))
-        sandbox = Sandbox(Isolation(init["isolation"]), a.limits)
+        sandbox = Sandbox(Isolation(init["isolation"]), a.limits, hidden=(a.root,))
         sandbox.start()
         _STATE.update(key=key, grading=Grading(a, sandbox, GradeOptions(**init["options"])))
     return _STATE["grading"]

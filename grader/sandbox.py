@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from grader import frames
+from grader import frames, interpreter
 from grader.errors import SandboxUnavailable
 from grader.limits import Limits
 
@@ -162,8 +162,10 @@ class Sandbox:
     """A warm zygote that forks isolated children; use as a context manager."""
 
     def __init__(self, isolation: Isolation = Isolation.AUTO, limits: Limits = Limits(),
-                 prewarm: bool = True, spare: bool = True):
+                 prewarm: bool = True, spare: bool = True, hidden: tuple[Path, ...] = ()):
         self.requested = Isolation(isolation)
+        self.hidden = hidden
+        """Folders no read-only bind may show (the assignment, with its hidden tests)."""
         self.limits = limits
         self.prewarm = prewarm
         self.spare = spare
@@ -210,7 +212,7 @@ class Sandbox:
         caller can do its own imports meanwhile; `wait_ready` (or `spawn`) waits."""
         level = self.resolve_level()
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        argv = _zygote_argv(level, theirs.fileno(), self.limits, self.prewarm)
+        argv = _zygote_argv(level, theirs.fileno(), self.limits, self.prewarm, self.hidden)
         self._proc = subprocess.Popen(
             argv, pass_fds=[theirs.fileno()], env=_clean_env(level),
             stdin=subprocess.DEVNULL, cwd="/",
@@ -447,19 +449,6 @@ def _checked_load(value: Any) -> dict[str, Any]:
 # ---------------------------------------------------------------- launching
 
 
-def _python_paths() -> list[str]:
-    """Everything the interpreter needs to import torch and IPython, read-only."""
-    paths = {sys.base_prefix, sys.prefix, sys.exec_prefix}
-    for entry in sys.path:
-        if entry and ("site-packages" in entry or "dist-packages" in entry):
-            paths.add(entry)
-    return sorted(p for p in paths if os.path.isdir(p) and not _contains_grader_repo(p))
-
-
-def _contains_grader_repo(path: str) -> bool:
-    return Path(path).resolve() in _GRADER_PKG.parents and (Path(path) / "assignments").exists()
-
-
 def gpu_device_nodes() -> list[str]:
     """NVIDIA device nodes, passed into the sandbox so `--device cuda` works there."""
     import glob
@@ -467,9 +456,16 @@ def gpu_device_nodes() -> list[str]:
     return sorted(p for p in glob.glob("/dev/nvidia*") if not os.path.isdir(p))
 
 
-def readonly_paths() -> list[str]:
-    """What a child may read: system libraries and the Python runtime; nothing else."""
-    return [p for p in SYSTEM_DIRS if os.path.lexists(p)] + _python_paths()
+def readonly_paths(hidden: tuple[Path, ...] = ()) -> list[str]:
+    """What a child may read: system libraries and the Python runtime grader runs
+    with (its venv, its packages); nothing else, and nothing that shows `hidden`."""
+    return [p for p in SYSTEM_DIRS if os.path.lexists(p)] + interpreter.runtime_paths(hidden)
+
+
+def _sandbox_import_path(binds: list[str]) -> list[str]:
+    """Our import path, less what the sandbox does not show."""
+    return [p for p in interpreter.import_path()
+            if any(p == b or p.startswith(b.rstrip("/") + "/") for b in binds)]
 
 
 def _tmp_size_bytes(limits: Limits) -> int:
@@ -477,25 +473,26 @@ def _tmp_size_bytes(limits: Limits) -> int:
 
 
 def _zygote_argv(level: Isolation, fd: int, limits: Limits = Limits(),
-                 prewarm: bool = True) -> list[str]:
-    python = os.path.realpath(sys.executable)
+                 prewarm: bool = True, hidden: tuple[Path, ...] = ()) -> list[str]:
+    ro_paths = readonly_paths(hidden)
+    path = _sandbox_import_path(ro_paths)
     if level is Isolation.PROCESS:
         config = {"level": "process", "private_root": True, "prewarm": prewarm,
-                  "ro_paths": readonly_paths(),
-                  "devices": gpu_device_nodes()}
-        return [python, "-I", "-c", _BOOT, str(_GRADER_PKG.parent), str(fd), json.dumps(config)]
+                  "ro_paths": ro_paths, "devices": gpu_device_nodes()}
+        return interpreter.boot_argv(_BOOT, [str(_GRADER_PKG.parent), *path],
+                                     str(fd), json.dumps(config))
     argv = ["bwrap", *_bwrap_namespace_args(),
             "--hostname", "sandbox", "--proc", "/proc", "--dev", "/dev",
             "--size", str(_tmp_size_bytes(limits)), "--tmpfs", "/tmp"]
-    binds = _outermost([*readonly_paths()])
+    binds = _outermost(ro_paths)
     made = {"/", "/tmp", "/proc", "/dev"}
-    for path in binds:
-        for parent in reversed(Path(path).parents):
+    for bind in binds:
+        for parent in reversed(Path(bind).parents):
             p = str(parent)
             if p not in made and not any(p == b or p.startswith(b + "/") for b in binds):
                 argv += ["--perms", "0755", "--dir", p]
                 made.add(p)
-        argv += ["--ro-bind", path, path]
+        argv += ["--ro-bind", bind, bind]
     for node in gpu_device_nodes():
         argv += ["--dev-bind", node, node]
     if gpu_device_nodes():
@@ -503,7 +500,7 @@ def _zygote_argv(level: Isolation, fd: int, limits: Limits = Limits(),
     argv += ["--perms", "0755", "--dir", "/opt/grader",
              "--ro-bind", str(_GRADER_PKG), "/opt/grader/grader", "--chdir", "/tmp"]
     config = {"level": "bwrap", "private_root": False, "prewarm": prewarm}
-    return argv + [python, "-I", "-c", _BOOT, "/opt/grader", str(fd), json.dumps(config)]
+    return argv + interpreter.boot_argv(_BOOT, ["/opt/grader", *path], str(fd), json.dumps(config))
 
 
 def _bwrap_namespace_args() -> list[str]:
@@ -527,10 +524,10 @@ def _outermost(paths: list[str]) -> list[str]:
     return out
 
 
-# -I ignores PYTHON* variables and user site-packages; the grader package is put on
-# the path explicitly, and nothing from the submission's folder is importable.
-_BOOT = ("import sys, json; sys.path.insert(0, sys.argv[1]); from grader import zygote; "
-         "zygote.main(int(sys.argv[2]), json.loads(sys.argv[3]) if len(sys.argv) > 3 else None)")
+# -I ignores PYTHON* variables and user site-packages; the grader package and our
+# import path are put on the path explicitly (`interpreter.boot_argv`), and nothing from
+# the submission's folder is importable.
+_BOOT = "from grader import zygote; zygote.main(int(sys.argv[2]), json.loads(sys.argv[3]))"
 
 
 def _clean_env(level: Isolation) -> dict[str, str]:

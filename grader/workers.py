@@ -20,14 +20,15 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
+from grader import interpreter
 from grader.assignment import Assignment
 from grader.discover import Submission
+from grader.errors import InternalError
 from grader.pipeline import GradeOptions, Grading, ungradable
 from grader.results import SubmissionResult, from_json_dict
 from grader.sandbox import Isolation
 
-_PACKAGE_PARENT = Path(__file__).resolve().parent.parent
-_BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from grader import workers; workers.main()"
+_BOOT = "from grader import workers; workers.main()"
 
 
 def submission_doc(sub: Submission) -> dict[str, Any]:
@@ -45,9 +46,12 @@ class Worker:
         env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "OMP_NUM_THREADS": "1"}
         # -I: no PYTHON* variables, no user site, and no current folder on sys.path, so
         # a `grader/` folder where the command runs (a student's pull request) can never
-        # stand in for this package; the package's own location is put on the path.
+        # stand in for this package; the package's own location and our import path
+        # (less the current folder) are put on the path.
+        path = [str(interpreter.PACKAGE.parent),
+                *(p for p in interpreter.import_path() if p != os.getcwd())]
         self.proc = subprocess.Popen(
-            [sys.executable, "-I", "-c", _BOOT, str(_PACKAGE_PARENT)], stdin=subprocess.PIPE,
+            interpreter.boot_argv(_BOOT, path), stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, env=env, text=True, bufsize=1,
         )
         self._send(init)
@@ -122,7 +126,7 @@ def _drive(init: dict[str, Any], todo: "queue.Queue[Submission | None]",
             worker = Worker(init)
             if worker.ready is None or "error" in worker.ready:
                 why = (worker.ready or {}).get("error", "the grading worker did not start")
-                done.put(RuntimeError(why))
+                done.put(InternalError(f"a grading worker could not start: {why}"))
                 return
         reply = worker.grade(sub, timeout_s)
         if reply is None:
@@ -151,7 +155,7 @@ def main() -> None:
     init = json.loads(inp.readline())
     try:
         a = assignment_mod.load(Path(init["assignment"]))
-        sandbox = Sandbox(Isolation(init["isolation"]), a.limits)
+        sandbox = Sandbox(Isolation(init["isolation"]), a.limits, hidden=(a.root,))
         sandbox.launch()  # the zygote imports torch while this process does the same
         _warm_imports()
         grading = Grading(a, sandbox, GradeOptions(**init["options"]))  # collects the tests

@@ -147,6 +147,30 @@ def test_readonly_view_holds_the_runtime_and_nothing_of_the_instructor() -> None
         assert not REPO.is_relative_to(resolved) or resolved == Path("/"), p
 
 
+def test_runtime_paths_show_the_interpreter_not_the_folders_around_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every import path entry is bound, but never the current folder (`python -m`
+    puts it on the path), the assignment, or a piece of a grader checkout other than
+    the interpreter's own prefix (a repository's .venv)."""
+    from grader import interpreter
+
+    site = tmp_path / "site-packages"
+    work = tmp_path / "class"
+    assignment = tmp_path / "course" / "attention"
+    for folder in (site, work / "submissions", assignment / "hidden"):
+        folder.mkdir(parents=True)
+    monkeypatch.chdir(work)
+    monkeypatch.setattr(sys, "path", [str(work), str(site), str(assignment / "hidden"),
+                                      str(REPO / "tests"), "", "relative/entry", *sys.path])
+    paths = interpreter.runtime_paths(hidden=(assignment,))
+    assert str(site) in paths and sys.prefix in paths
+    for shown in (work, assignment / "hidden", REPO / "tests", REPO):
+        assert str(shown) not in paths
+    assert not any(not os.path.isabs(p) for p in paths)
+    if Path(sys.prefix).resolve().is_relative_to(REPO):  # this repository's .venv
+        assert sys.prefix in paths
+
+
 @pytest.mark.skipif(not LINUX, reason="bubblewrap is Linux only")
 def test_bwrap_command_line() -> None:
     argv = sandbox._zygote_argv(Isolation.BWRAP, 7, LIMITS)
@@ -290,7 +314,9 @@ def test_child_sees_only_its_copy_and_the_runtime(box: Sandbox, tmp_path: Path) 
     if box.level is Isolation.BWRAP or AS_ROOT:
         for p in paths[:4]:
             assert out["readable"][p] != True, p  # noqa: E712
-        assert "work" not in out["root"] and "home" not in out["root"]
+        # Only what the runtime needs: a venv inside a checkout shows as that venv alone.
+        runtime_tops = {Path(p).parts[1] for p in sandbox.readonly_paths()}
+        assert set(out["root"]) <= runtime_tops | {"dev", "proc", "tmp", "opt", "etc"}, out["root"]
         assert not {"assignments", "reference", "reports"} & set(out["root"])
     if AS_ROOT:
         assert out["uid"] != 0
