@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 from grader import __version__
+from grader import summary as class_table
 from grader.assignment import Assignment
 from grader.discover import Submission
 from grader.export import (
@@ -127,22 +128,7 @@ class Progress:
             sys.stderr.write("\n")
 
 
-def summary(results: Sequence[SubmissionResult], assignment: Assignment, out: Path) -> str:
-    ids = [ex.id for ex in assignment.exercises]
-    name_w = max([len("student")] + [len(r.student) for r in results])
-    head = f"{'student':<{name_w}}  {'score':>9}  " + "  ".join(f"{i[:12]:>12}" for i in ids)
-    rows = [head, "-" * len(head)]
-    for r in results:
-        cells = []
-        for i in ids:
-            ex = r.exercise(i)
-            cells.append(f"{_pts(ex.score)}/{_pts(ex.max_score)} {ex.status.value[:4]}"[:12].rjust(12))
-        flag = "" if r.gradable else "  (grader failure)"
-        rows.append(f"{r.student:<{name_w}}  {_pts(r.score):>5}/{_pts(r.max_score):<3}  "
-                    + "  ".join(cells) + flag)
-    rows.append(f"\n{len(results)} submission(s); reports in {out}/ (index.html, grades.csv)")
-    return "\n".join(rows)
-
-
-def _pts(x: float) -> str:
-    return f"{x:.4g}"
+def summary(results: Sequence[SubmissionResult], assignment: Assignment, out: Path,
+            width: int | None = None) -> str:
+    """The class table fitted to the terminal (`grader.summary`)."""
+    return class_table.summary(results, assignment, out, width)
