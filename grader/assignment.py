@@ -10,10 +10,10 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import jsonschema
 import yaml
@@ -58,6 +58,8 @@ class Exercise:
     tests: dict[str, TestSpec] = field(default_factory=dict)
     visibility: str = "visible"
     questions: tuple[Question, ...] = ()
+    short: str = ""
+    """Column title in `grader grade`'s table; empty: derived from the id there."""
 
     @property
     def max_score(self) -> float:
@@ -83,6 +85,8 @@ class Assignment:
     notebook_name: str = "attention.ipynb"
     answers_name: str = "answers.yaml"
     limits: Limits = Limits()
+    starter: tuple[Path, ...] = ()
+    """Files students start from (`grader kit` puts them in the kit's `starter/`)."""
 
     @property
     def root(self) -> Path:
@@ -95,6 +99,12 @@ class Assignment:
     @property
     def questions(self) -> tuple[Question, ...]:
         return tuple(q for ex in self.exercises for q in ex.questions)
+
+    def only(self, exercise_ids: Sequence[str]) -> Assignment:
+        """This assignment with just these exercises (`grader check --exercise`): the
+        others' tests are not collected, their questions not read."""
+        wanted = set(exercise_ids)
+        return replace(self, exercises=tuple(ex for ex in self.exercises if ex.id in wanted))
 
     def digest(self, public: bool = False) -> str:
         """Hash of everything that decides a grade, to know when a result is stale."""
@@ -138,6 +148,8 @@ def load(path: Path, *, require_hidden: bool = True) -> Assignment:
     exercises = tuple(_exercise(root, path, e) for e in doc["exercises"])
     _check_unique(path, "exercises", [e.id for e in exercises])
     _check_unique(path, "questions", [q.id for e in exercises for q in e.questions])
+    _check_unique(path, "exercises", [e.short for e in exercises if e.short], "short title")
+    _check_starter_names(path, doc.get("starter", ()))
     sub = doc.get("submission", {})
     assignment = Assignment(
         id=doc["id"], title=doc["title"], version=str(doc["version"]), path=path,
@@ -149,6 +161,7 @@ def load(path: Path, *, require_hidden: bool = True) -> Assignment:
         notebook_name=sub.get("notebook", "attention.ipynb"),
         answers_name=sub.get("answers", "answers.yaml"),
         limits=Limits(**doc.get("limits", {})),
+        starter=tuple((root / rel).resolve() for rel in doc.get("starter", ())),
     )
     _check_files(assignment, require_hidden)
     return assignment
@@ -206,7 +219,7 @@ def _exercise(root: Path, path: Path, doc: dict[str, Any]) -> Exercise:
         public=_optional(root, doc.get("public")), hidden=_optional(root, doc.get("hidden")),
         tests={name: TestSpec(t.get("points"), _visibility(t["visibility"]) if "visibility" in t else None)
                for name, t in doc.get("tests", {}).items()},
-        visibility=visibility, questions=questions,
+        visibility=visibility, questions=questions, short=doc.get("short", ""),
     )
 
 
@@ -223,12 +236,20 @@ def _optional(root: Path, rel: str | None) -> Path | None:
     return (root / rel).resolve() if rel else None
 
 
-def _check_unique(path: Path, what: str, ids: list[str]) -> None:
+def _check_unique(path: Path, what: str, ids: list[str], kind: str = "id") -> None:
     seen = set()
     for i in ids:
         if i in seen:
-            raise AssignmentSchemaError(path, what, f"id {i!r} appears twice")
+            raise AssignmentSchemaError(path, what, f"{kind} {i!r} appears twice")
         seen.add(i)
+
+
+def _check_starter_names(path: Path, files: list[str]) -> None:
+    """`grader kit` puts every starter file in one folder: their names must differ."""
+    names = [Path(f).name for f in files]
+    for i, name in enumerate(names):
+        if name in names[:i]:
+            raise AssignmentSchemaError(path, f"starter.{i}", f"another starter file is also named {name!r}")
 
 
 def _check_files(a: Assignment, require_hidden: bool) -> None:
@@ -238,6 +259,7 @@ def _check_files(a: Assignment, require_hidden: bool) -> None:
                 raise AssignmentSchemaError(a.path, f"exercises.{ex.id}.{kind}",
                                             f"test file {f} does not exist")
     if require_hidden:
-        for key, f in (("reference", a.reference), ("answer_key", a.answer_key), ("mutants", a.mutants)):
+        for key, f in (("reference", a.reference), ("answer_key", a.answer_key), ("mutants", a.mutants),
+                       *((f"starter.{i}", f) for i, f in enumerate(a.starter))):
             if f is not None and not f.is_file():
                 raise AssignmentSchemaError(a.path, key, f"file {f} does not exist")

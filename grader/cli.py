@@ -194,18 +194,23 @@ def report(out: Path, overrides_path: Path | None) -> None:
 @click.option("--sandbox", type=click.Choice(["auto", "bwrap", "process"]), default="auto", show_default=True)
 @click.option("--html", "html_path", type=click.Path(path_type=Path), default=None,
               help="where to write the HTML report [default: PATH/report.html]")
-def check(path: Path, assignment_arg: str | None, sandbox: str, html_path: Path | None) -> None:
+@click.option("--exercise", "exercise_ids", multiple=True, metavar="ID",
+              help="check only this exercise (repeatable), e.g. --exercise causal_mask")
+def check(path: Path, assignment_arg: str | None, sandbox: str, html_path: Path | None,
+          exercise_ids: tuple[str, ...]) -> None:
     """Run the public tests on your own work; exit 0 when they all pass."""
     from grader.discover import discover
     from grader.sandbox import Isolation, Sandbox
 
     try:
         yaml_path = _find_assignment(assignment_arg, path)
-        a = assignment_mod.load(yaml_path, require_hidden=False)
+        a = _only_exercises(assignment_mod.load(yaml_path, require_hidden=False), exercise_ids)
+        _require_work(path, a)
         subs = discover(path, a)
         if len(subs) != 1:
             raise UsageError(f"{path} holds {len(subs)} submissions; `grader check` takes one")
-        with Sandbox(Isolation(sandbox), a.limits, prewarm=False, spare=False) as box:  # the zygote starts importing
+        with Sandbox(Isolation(sandbox), a.limits, prewarm=False, spare=False,
+                     hidden=(a.root,)) as box:  # the zygote starts importing
             import torch  # ... while this process does the same
 
             from grader.pipeline import GradeOptions, grade_submission
@@ -220,6 +225,8 @@ def check(path: Path, assignment_arg: str | None, sandbox: str, html_path: Path 
 
     target = html_path or ((path if path.is_dir() else path.parent) / "report.html")
     write_report_html(result, target)
+    if exercise_ids:
+        click.echo(f"checked only: {', '.join(ex.id for ex in a.exercises)}\n")
     click.echo(format_check_table(result, color=sys.stdout.isatty()))
     click.echo(f"\nreport: {target}")
     sys.exit(ExitCode.OK if _all_public_passed(result) else ExitCode.TESTS_FAILED)
@@ -230,7 +237,8 @@ def _all_public_passed(result: SubmissionResult) -> bool:
 
 
 def _find_assignment(arg: str | None, path: Path) -> Path:
-    """Next to the work, in a parent folder, or under ./assignments/."""
+    """Next to the work, in a parent folder, or under ./assignments/. Finding none is a
+    usage error: `check` is run in the wrong folder."""
     if arg is not None:
         return assignment_mod.resolve(arg, Path.cwd())
     start = (path if path.is_dir() else path.parent).resolve()
@@ -240,7 +248,38 @@ def _find_assignment(arg: str | None, path: Path) -> Path:
         found = sorted((folder / "assignments").glob("*/assignment.yaml"))
         if len(found) == 1:
             return found[0]
+    if not any((Path.cwd() / "assignments").glob("*/assignment.yaml")):
+        raise UsageError(f"no assignment.yaml in {start} or its parents: run `grader check` in "
+                         "your kit folder (the one with assignment.yaml), or pass "
+                         "--assignment PATH/TO/assignment.yaml")
     return assignment_mod.resolve(None, Path.cwd())
+
+
+def _only_exercises(a: assignment_mod.Assignment, ids: Sequence[str]) -> assignment_mod.Assignment:
+    """`--exercise`: the assignment with just these exercises, so the others never run."""
+    if not ids:
+        return a
+    known = [ex.id for ex in a.exercises]
+    unknown = [i for i in dict.fromkeys(ids) if i not in known]
+    if unknown:
+        raise UsageError(f"no exercise {', '.join(map(repr, unknown))} in {a.id}; "
+                         f"the exercises are: {', '.join(known)}")
+    return a.only(ids)
+
+
+def _require_work(path: Path, a: assignment_mod.Assignment) -> None:
+    """The kit folder before a starter was copied into it: say what to do, rather than
+    check its public/ and starter/ folders as two submissions."""
+    if not path.is_dir() or path.resolve() != a.root:
+        return
+    if any((path / name).exists() for name in (a.module_name, a.notebook_name, a.answers_name)):
+        return
+    starters = [f"{f.parent.name}/{f.name}" for f in a.starter
+                if f.name in (a.module_name, a.notebook_name) and f.is_file()]
+    how = (f"copy {' or '.join(starters)} there and fill in its TODOs" if starters
+           else f"write {a.module_name} or {a.notebook_name} in it")
+    raise UsageError(f"no {a.module_name} or {a.notebook_name} in {path.resolve()} yet: {how} "
+                     "(see README.md)")
 
 
 @main.command()

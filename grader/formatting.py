@@ -11,9 +11,14 @@ import math
 import re
 from typing import Any
 
+from grader.results import ExerciseResult, TestResult
+
 __all__ = [
-    "as_float", "fmt_points", "fmt_value", "json_text", "percent", "plain_text", "short_digest",
+    "INSTRUCTOR_GRADED", "as_float", "awaits_instructor", "fmt_points", "fmt_value",
+    "instructor_status", "json_text", "percent", "plain_text", "short_digest",
 ]  # fmt: skip
+
+INSTRUCTOR_GRADED = "graded by your instructor"
 
 ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -66,3 +71,19 @@ def as_float(value: Any) -> float:
         return float(value)
     except (TypeError, ValueError):
         return math.nan
+
+
+def awaits_instructor(test: TestResult) -> bool:
+    """A written answer checked only for form (`grader check` has no answer key): it is
+    worth 0/0 here and scored when the instructor grades."""
+    return test.test_id.startswith("question:") and test.max_score == 0
+
+
+def instructor_status(ex: ExerciseResult) -> str:
+    """What to show instead of "0/0 passed" for an exercise made only of such answers:
+    "graded by your instructor", or how many answers are missing or malformed; "" for
+    any other exercise."""
+    if not ex.tests or not all(awaits_instructor(t) for t in ex.tests):
+        return ""
+    to_fix = sum(not t.passed for t in ex.tests)
+    return f"{to_fix} answer{'' if to_fix == 1 else 's'} to fix" if to_fix else INSTRUCTOR_GRADED

@@ -27,9 +27,12 @@ from markupsafe import Markup
 
 from grader.charts import Heatmap, heatmap_view, histogram_bars
 from grader.formatting import (
+    INSTRUCTOR_GRADED,
     as_float,
+    awaits_instructor,
     fmt_points,
     fmt_value,
+    instructor_status,
     json_text,
     percent,
     plain_text,
@@ -61,6 +64,8 @@ def _environment() -> jinja2.Environment:
     env.filters.update(
         pts=fmt_points, value=fmt_value, plain=plain_text, json=json_text, short_digest=short_digest
     )
+    env.tests.update(awaits_instructor=awaits_instructor)
+    env.globals.update(INSTRUCTOR_GRADED=INSTRUCTOR_GRADED)
     return env
 
 
@@ -102,6 +107,9 @@ class ExerciseView:
     hidden_total: int
     hidden_score: float
     hidden_max: float
+    note: str = ""
+    """Shown instead of score and status for written answers this report cannot score
+    (`grader check`): "graded by your instructor" or the answers still to fix."""
 
 
 def _rows(raw: Any) -> list[list[Any]]:
@@ -159,6 +167,7 @@ def _exercise_view(ex: ExerciseResult, uids: Iterator[int]) -> ExerciseView:
         hidden_total=len(hidden),
         hidden_score=sum(t.score for t in hidden),
         hidden_max=sum(t.max_score for t in hidden),
+        note=instructor_status(ex),
     )
 
 

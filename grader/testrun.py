@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import queue
+import re
 import sys
 import threading
 import zlib
@@ -182,12 +183,30 @@ def classify(exc: BaseException | None, pytest_outcome: str) -> tuple[str, str, 
         return "error", str(exc), ()
     if isinstance(exc, MissingName):
         return "failed", str(exc), ()
+    if isinstance(exc, StudentRaised) and exc.type_name == "NotImplementedError":
+        return "error", _not_implemented(exc), ()
     if isinstance(exc, StudentRaised):
         tb = (Evidence("traceback", {"title": "Your code raised", "text": exc.student_traceback}),)
         return "error", f"your code raised {exc}", tb
     if isinstance(exc, AssertionError):
         return "failed", _assertion_text(exc), ()
     return "failed", f"the test could not use what your code returned ({type(exc).__name__}: {exc})", ()
+
+
+_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
+
+
+def _not_implemented(exc: StudentRaised) -> str:
+    """A `raise NotImplementedError("TODO: ...")` still in the student's code: the TODO's
+    text and where it is, without a traceback that would only point at the raise."""
+    text = re.sub(r"^\s*TODO\b\s*:?\s*", "", str(exc.args[0] if exc.args else "")).strip()
+    frames = _FRAME.findall(exc.student_traceback)
+    where = ""
+    if frames:
+        file, line = frames[-1]
+        cell = file.startswith("<ipython-input-")  # a notebook cell, named by IPython
+        where = f" (notebook cell, line {line})" if cell else f" ({Path(file).name}, line {line})"
+    return f"not implemented yet: {text or 'your code raises NotImplementedError'}{where}"
 
 
 def _assertion_text(exc: AssertionError) -> str:

@@ -1,7 +1,8 @@
 """`grader validate`: prove an assignment can tell right from wrong.
 
-The reference graded as a submission must get full marks, an empty submission 0, and
-every mutant (a small buggy variant of the reference, declared in the YAML with the
+The reference graded as a submission must get full marks, an empty submission 0, each
+starter (the module and notebook `grader kit` hands out) must load cleanly and score 0,
+and every mutant (a small buggy variant of the reference, declared in the YAML with the
 exercises it must lose points in) must lose points in exactly those exercises. A
 surviving mutant means the hidden tests are too weak.
 """
@@ -105,12 +106,15 @@ def validate_assignment(a: Assignment, isolation: Isolation, jobs: int) -> Valid
         _make_submission(root / "reference", a.reference.read_text(encoding="utf-8"), a,
                          a.root / SOLUTION_ANSWERS)
         _make_submission(root / "empty", "", a, None)
+        starters = _make_starters(root, a)
         for m in mutants:
             _make_submission(root / f"mutant-{m.name}", m.source, a, m.answers)
         subs = discover(root, a)
         results = {r.student: r for r in grade_all(subs, a, GradeOptions(), isolation, jobs)}
     _judge_reference(results["reference"], report)
     _judge_empty(results["empty"], report)
+    for name in starters:
+        _judge_starter(name, results[name], report)
     for m in mutants:
         _judge_mutant(m, results[f"mutant-{m.name}"], report)
     return report
@@ -121,6 +125,18 @@ def _make_submission(folder: Path, source: str, a: Assignment, answers: Path | N
     (folder / a.module_name).write_text(source, encoding="utf-8")
     if answers is not None and answers.is_file():
         shutil.copyfile(answers, folder / a.answers_name)
+
+
+def _make_starters(root: Path, a: Assignment) -> list[str]:
+    """A submission per starter module or notebook, without answers."""
+    names = []
+    for f in a.starter:
+        if f.name in (a.module_name, a.notebook_name):
+            name = f"starter-{f.suffix.lstrip('.')}"
+            (root / name).mkdir()
+            shutil.copyfile(f, root / name / f.name)
+            names.append(name)
+    return names
 
 
 def _lost(result: SubmissionResult) -> set[str]:
@@ -139,6 +155,19 @@ def _judge_empty(r: SubmissionResult, report: ValidationReport) -> None:
     report.lines.append(f"empty submission: {r.score:g}/{r.max_score:g}")
     if r.score > 0:
         report.problems.append(f"an empty submission scores {r.score:g}, expected 0")
+
+
+def _judge_starter(name: str, r: SubmissionResult, report: ValidationReport) -> None:
+    """A starter must import cleanly (so its tests fail on its TODOs, not on a crash)
+    and leave every point to the student."""
+    report.lines.append(f"{name}: {r.score:g}/{r.max_score:g}")
+    errors = [f"{e.get('where')}: {e.get('ename')}: {e.get('evalue')}" for e in r.load.cell_errors]
+    errors += [ex.message for ex in r.exercises if ex.message][:1]
+    if errors:
+        report.problems.append(f"the {name} does not load cleanly: {'; '.join(errors)[:400]}")
+    if r.score > 0:
+        report.problems.append(f"the {name} scores {r.score:g}, expected 0: a starter must "
+                               "leave the work to the student")
 
 
 def _judge_mutant(m: Mutant, r: SubmissionResult, report: ValidationReport) -> None:

@@ -40,3 +40,22 @@ def test_a_mutant_edit_that_no_longer_applies_is_reported(tmp_path):
     done = run_grader("validate", str(folder / "assignment.yaml"))
     assert done.returncode == 2
     assert "[0].edits[0].find" in done.stderr and "found 0" in done.stderr
+
+
+def test_a_starter_that_does_not_load_or_scores_fails_validation(tmp_path):
+    folder = tmp_path / "attention"
+    shutil.copytree(ROOT / "assignments" / "attention", folder)
+    doc = yaml.safe_load((folder / "assignment.yaml").read_text())
+    doc["reference"] = str(ROOT / "reference" / "attention.py")
+    doc.pop("mutants")
+    (folder / "assignment.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    (folder / "starter" / "attention.py").write_text("import numpy_that_is_not_there\n")
+    (folder / "starter" / "attention.ipynb").write_text(
+        (folder / "starter" / "attention.ipynb").read_text().replace(
+            "raise NotImplementedError(\\\"TODO: causal_mask",
+            "return torch.ones(seq_len, seq_len, dtype=torch.bool, device=device).tril()\\n    (\\\""))
+    done = run_grader("validate", str(folder / "assignment.yaml"), timeout=600)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "the starter-py does not load cleanly" in done.stdout
+    assert "numpy_that_is_not_there" in done.stdout
+    assert "the starter-ipynb scores" in done.stdout and "expected 0" in done.stdout
