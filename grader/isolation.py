@@ -93,7 +93,9 @@ def bind_readonly(src: str, dst: str) -> None:
     elif not os.path.exists(dst):
         open(dst, "w").close()
     mount(src, dst, None, MS_BIND | MS_REC)
-    mount(None, dst, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    # In a user namespace the source's nosuid/nodev/noexec are locked: keep them.
+    kept = os.statvfs(src).f_flag & (os.ST_NOEXEC | os.ST_NOSUID | os.ST_NODEV)
+    mount(None, dst, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | kept)
 
 
 def mount(src: str | None, dst: str, fstype: str | None, flags: int,

@@ -575,7 +575,8 @@ def describe(level: Isolation | None, facts: dict[str, Any] | None = None) -> st
     if not facts or level is None:
         return base
     if level is Isolation.PROCESS and facts.get("filesystem") == "private-root":
-        base = "plain child process (rlimits, private root filesystem, own uid)"
+        own_uid = ", own uid" if facts.get("strategy") == "root-private" else ""
+        base = f"plain child process (rlimits, private root filesystem{own_uid})"
     parts = []
     if facts.get("namespaces"):
         parts.append("namespaces: " + ",".join(map(str, facts["namespaces"])))

@@ -169,7 +169,8 @@ def _isolate(limits: dict[str, Any], workdir: str, uid: int | None, strategy: st
     else:
         os.makedirs(workdir, 0o700, exist_ok=True)
         if strategy == "userns":
-            _isolate_userns(facts)
+            private = (workdir, cfg, size_mb) if cfg.private_root else None
+            _isolate_userns(facts, private)
         else:
             facts["notes"].append("no namespaces on this system: rlimits only")
     facts["uid"] = os.getuid()
@@ -192,10 +193,16 @@ def _become(uid: int) -> None:
     prctl(PR_SET_DUMPABLE, 1)
 
 
-def _isolate_userns(facts: dict[str, Any]) -> None:
+def _isolate_userns(facts: dict[str, Any],
+                    private: tuple[str, ZygoteConfig, int] | None = None) -> None:
+    """User, pid, net, ipc and uts namespaces (uid 65534 inside); with `private`
+    (process mode, not root) also a mount namespace with a private root, built with
+    the capabilities a new user namespace gives inside it, which are dropped later."""
     outside = os.getuid()
     outside_gid = os.getgid()
     flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS
+    if private is not None:
+        flags |= CLONE_NEWNS
     if libc.unshare(flags) != 0:
         err = ctypes.get_errno()
         facts["notes"].append(f"unshare(user, pid, net, ipc) failed: {os.strerror(err)}")
@@ -213,6 +220,14 @@ def _isolate_userns(facts: dict[str, Any]) -> None:
         socket.sethostname(SANDBOX_HOSTNAME)
     except OSError:
         pass
+    if private is not None:
+        workdir, cfg, size_mb = private
+        facts["namespaces"].insert(1, "mount")
+        try:
+            private_root(workdir, NOBODY, cfg.ro_paths, size_mb, cfg.devices)
+            facts["filesystem"] = "private-root"
+        except OSError as exc:
+            facts["notes"].append(f"private root not built ({exc}); the filesystem is shared")
 
 
 def _isolate_root_private(workdir: str, uid: int, cfg: ZygoteConfig, size_mb: int,

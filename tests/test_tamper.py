@@ -411,8 +411,10 @@ def test_filesystem_search_finds_no_hidden_test(batch: Batch) -> None:
     for sentinel in (HIDDEN_SENTINEL, REFERENCE_SENTINEL, HONEST_SENTINEL, "canary: written"):
         assert sentinel not in stdout
     found = stdout.split("FOUND:", 1)[1].splitlines()[0]
-    # It sees system files and the grader's own (public) code, nothing of this class.
-    for secret in (str(TINY), str(batch.base), "test_add.py", "test_scale.py", "result.json"):
+    # It sees system files and the grader's own (public) code, nothing of this class
+    # (installed packages have test files of their own: matplotlib/tests/test_scale.py).
+    for secret in (str(TINY), str(batch.base), "hidden/test_add.py", "hidden/test_scale.py",
+                   "result.json"):
         assert secret not in found, found[:1000]
 
 
