@@ -9,6 +9,7 @@
 #                           processes without it)
 #   python3-venv            `python3 -m venv` on Debian/Ubuntu (only where it is missing)
 #   chromium(+driver)       only for the browser tests of the HTML reports
+#   tmux                    only for the tests of the terminal tables in a real terminal
 # Elsewhere it skips them; `grader` says which sandbox it could use.
 #
 # PYTHON=/path/to/python picks the interpreter the venv is made from (default python3).
@@ -25,6 +26,7 @@ if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
   command -v bwrap >/dev/null 2>&1 || want+=(bubblewrap)
   { command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; } \
     || want+=(chromium chromium-driver)
+  command -v tmux >/dev/null 2>&1 || want+=(tmux)
   "$PY" -c 'import ensurepip, venv' >/dev/null 2>&1 || want+=(python3-venv)
   if [ ${#want[@]} -gt 0 ]; then
     say "apt-get install ${want[*]}"
