@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 import torch
 
-from grader import wire
+from grader import plotting, wire
 from grader.seeding import seed_all
 
 MODULE_NAME = "attention_submission"
@@ -61,6 +61,7 @@ def load_module(ns: Namespace, source: str, filename: str) -> dict[str, Any]:
     module.__file__ = os.path.abspath(filename)
     sys.modules[MODULE_NAME] = module
     ns.module_dicts.append(module.__dict__)
+    plotting.COLLECTOR.source = filename
     error = None
     try:
         code = compile(source, filename, "exec", dont_inherit=True)
@@ -82,6 +83,7 @@ def load_notebook(ns: Namespace, cells: list[str], filename: str) -> dict[str, A
     ns.module_dicts.append(shell.user_ns)
     cell_errors = []
     for number, source in enumerate(cells, start=1):
+        plotting.COLLECTOR.source = f"cell {number}"
         try:
             result = shell.run_cell(source, store_history=False, silent=False)
             exc = result.error_before_exec or result.error_in_exec
@@ -103,7 +105,9 @@ def make_shell() -> Any:
     cfg.HistoryManager.enabled = False
     cfg.InteractiveShell.colors = "NoColor"
     cfg.InteractiveShell.xmode = "Plain"
-    return InteractiveShell.instance(config=cfg)
+    shell = InteractiveShell.instance(config=cfg)
+    plotting.watch_shell(shell)  # what cells show is captured, as Jupyter would display it
+    return shell
 
 
 def describe_exception(exc: BaseException, where: str) -> dict[str, Any]:
@@ -241,6 +245,7 @@ class Server:
 
     def op_load(self, request: dict[str, Any]) -> Any:
         write_submission_copy(request)
+        plotting.install()  # matplotlib stays unimported until the student imports it
         sys.argv = [str(request.get("filename", MODULE_NAME))]
         if request["kind"] == "notebook":
             report = load_notebook(self.ns, list(request["cells"]), request["filename"])
@@ -257,6 +262,7 @@ class Server:
 
     def op_call(self, request: dict[str, Any]) -> Any:
         target = self._target(request)
+        plotting.COLLECTOR.source = _call_label(request, target)
         args = self._decode(request.get("args", []))
         kwargs = self._decode(request.get("kwargs", {"$dict": {}}))
         return self._encode(target(*args, **kwargs))
@@ -275,12 +281,22 @@ class Server:
         attr = request.get("attr")
         return getattr(obj, str(attr)) if attr else obj
 
+    def op_figures(self, request: dict[str, Any]) -> dict[str, Any]:
+        """The figures the student's code showed since the last time (see `plotting`)."""
+        return plotting.COLLECTOR.take()
+
     def op_spy_start(self, request: dict[str, Any]) -> None:
         target = str(request["target"])
         self.spies[target] = Spy(self.ns, target)
 
     def op_spy_stop(self, request: dict[str, Any]) -> int:
         return self.spies.pop(str(request["target"])).stop()
+
+
+def _call_label(request: dict[str, Any], target: Any) -> str:
+    """How a figure drawn during this call is captioned: `plot_attention(...)`."""
+    name = str(request.get("attr") or request.get("name") or getattr(target, "__name__", "a call"))
+    return f"{name}(...)"
 
 
 def _cpu_seconds() -> float:
@@ -305,8 +321,9 @@ def write_submission_copy(request: dict[str, Any], folder: str = ".") -> list[st
 
     `files` ({name: text}) when the grader sent them; otherwise the module's source, or
     the notebook's code cells as a minimal notebook. Names are reduced to a plain file
-    name: nothing is written outside the folder. Best effort: a failure to write (the
-    file-size limit) never stops the grading.
+    name: nothing is written outside the folder. A file is written in the encoding
+    `encodings` names for it (a module that declares one, PEP 263), else UTF-8. Best
+    effort: a failure to write (the file-size limit) never stops the grading.
     """
     files = request.get("files")
     if not isinstance(files, dict):
@@ -316,12 +333,14 @@ def write_submission_copy(request: dict[str, Any], folder: str = ".") -> list[st
             files[name] = request["source"]
         elif request.get("kind") == "notebook" and isinstance(request.get("cells"), list):
             files[name] = _minimal_notebook([str(c) for c in request["cells"]])
+    encodings = request.get("encodings")
+    encodings = encodings if isinstance(encodings, dict) else {}
     written = []
     for raw_name, text in files.items():
         name = os.path.basename(str(raw_name))
         if not name or name in (".", "..") or not isinstance(text, str):
             continue
-        data = text.encode("utf-8", errors="replace")[:_MAX_COPY_BYTES]
+        data = _encoded(text, encodings.get(raw_name))[:_MAX_COPY_BYTES]
         try:
             fd = os.open(os.path.join(folder, name),
                          os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
@@ -331,6 +350,13 @@ def write_submission_copy(request: dict[str, Any], folder: str = ".") -> list[st
         except OSError:
             continue
     return written
+
+
+def _encoded(text: str, encoding: Any) -> bytes:
+    try:
+        return text.encode(str(encoding or "utf-8"), errors="replace")
+    except LookupError:
+        return text.encode("utf-8", errors="replace")
 
 
 def _minimal_notebook(cells: list[str]) -> str:

@@ -30,7 +30,7 @@ from grader.assignment import Assignment
 from grader.export import write_text_atomic
 from grader.formatting import fmt_points
 
-INSTRUCTOR_ONLY_KEYS = ("reference", "answer_key", "mutants")
+INSTRUCTOR_ONLY_KEYS = ("reference", "answer_key", "mutants", "labelled_answers")
 STARTER_DIR = "starter"
 TEMPLATE_NAME = "answers.template.yaml"
 
@@ -74,7 +74,7 @@ def write_kit(a: Assignment, out: Path) -> list[Path]:
 
 def student_readme(a: Assignment) -> str:
     """The kit's README.md: every name, file and exercise comes from the assignment."""
-    sections = [_intro(a), _install(), _write(a), _check(a), _answers(a), _hand_in(a)]
+    sections = [_intro(a), _install(a), _write(a), _check(a), _answers(a), _hand_in(a)]
     return "\n\n".join(s for s in sections if s) + "\n"
 
 
@@ -90,10 +90,11 @@ def _intro(a: Assignment) -> str:
         "tells you what fails and why.")
 
 
-def _install() -> str:
+def _install(a: Assignment) -> str:
     torch = _installed_version("torch")
     torch_spec = f"torch=={torch}" if torch else "torch"
     packages = ", ".join(_requirements()) or "what it needs"
+    others = _student_packages(a)
     return (
         "## 1. Install grader\n\n"
         "You need Python 3.10 or newer. In this folder:\n\n"
@@ -101,15 +102,39 @@ def _install() -> str:
         "python3 -m venv .venv\n"
         f".venv/bin/pip install {torch_spec}\n"
         ".venv/bin/pip install <path or URL from your instructor>\n"
-        "```\n\n" + _para(
+        + (f".venv/bin/pip install {' '.join(_shell_quote(r) for r in others)}\n" if others else "")
+        + "```\n\n" + _para(
         f"The second line installs PyTorch, the version your work is graded with (on Linux, "
         f"adding `--index-url https://download.pytorch.org/whl/cpu` gets the much smaller "
         f"CPU build). The third installs `grader` (version {__version__}) from the file or "
         f"address your instructor gives you: it is not on PyPI, so `pip install grader` alone "
         f"would not find it or would install something else. It brings {packages}. "
         "On Windows, write `.venv\\Scripts\\pip` and `.venv\\Scripts\\grader` instead of "
-        "`.venv/bin/pip` and `.venv/bin/grader`.")
+        "`.venv/bin/pip` and `.venv/bin/grader`.") + _environment(a)
     )
+
+
+def _environment(a: Assignment) -> str:
+    """The paragraph on the packages student code may import (the YAML's `environment:`)."""
+    env = a.environment
+    if env is None:
+        return ""
+    fourth = ("The fourth installs the other packages the lesson uses, in the versions your "
+              "work is graded with. ") if _student_packages(a) else ""
+    return "\n\n" + _para(
+        f"{fourth}Your code may import {env.summary()}, and nothing else: that is the "
+        "environment your work is graded in. `grader check` notes any other import, which "
+        "may be missing where your work is graded.")
+
+
+def _student_packages(a: Assignment) -> list[str]:
+    """The environment's requirements but torch (installed on its own line)."""
+    env = a.environment
+    return [p.requirement for p in env.packages if p.key != "torch"] if env else []
+
+
+def _shell_quote(requirement: str) -> str:
+    return requirement if re.fullmatch(r"[A-Za-z0-9._=-]+", requirement) else f'"{requirement}"'
 
 
 def _write(a: Assignment) -> str:

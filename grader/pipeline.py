@@ -22,9 +22,10 @@ import yaml
 from grader import __version__
 from grader.answers import score_questions
 from grader.answers_file import load_answers
-from grader.assignment import Assignment
+from grader.assignment import Assignment, yaml_problem
 from grader.discover import Submission
-from grader.errors import AssignmentError
+from grader.environment import Environment, cell_notice, import_notices
+from grader.errors import AssignmentError, GraderError, SandboxFailure, one_line
 from grader.load import LoadedSubmission, read_submission
 from grader.proxy import Connection, LoadOutcome
 from grader.results import (
@@ -50,15 +51,47 @@ class GradeOptions:
 
 class Grading:
     """What a process needs to grade submissions of one assignment one after another:
-    the sandbox it runs them in and one test session for all of them."""
+    the sandbox it runs them in and one test session for all of them.
+
+    A grading the sandbox failed (`SandboxFailure`: its zygote died, a child could not
+    be forked or isolated) is thrown away: the submission is graded again once in a
+    fresh sandbox, and if that fails too, `grade` raises SandboxFailure (the callers
+    record the submission as not gradable). A zygote found dead between two gradings
+    is replaced before the next one."""
+
+    ATTEMPTS = 2
 
     def __init__(self, assignment: Assignment, sandbox: Sandbox, options: GradeOptions) -> None:
         self.assignment, self.sandbox, self.options = assignment, sandbox, options
         files = [f for ex in assignment.exercises if (f := ex.test_file(options.public))]
         reference = None if options.public else load_reference(assignment.reference)
         self.tests = TestRunner(files, reference, options.device, options.seed, assignment.root)
+        self.restarts = 0
+        """How many times this grading replaced its sandbox's zygote."""
+        self._stale = False
 
     def grade(self, sub: Submission) -> SubmissionResult:
+        failures: list[SandboxFailure] = []
+        for _ in range(self.ATTEMPTS):
+            try:
+                self._fresh_sandbox_if_needed()
+                return self._grade_once(sub)
+            except SandboxFailure as exc:
+                failures.append(exc)
+                self._stale = True  # the next attempt (or submission) gets a new zygote
+        raise type(failures[-1])(_failed_twice(failures))
+
+    def _fresh_sandbox_if_needed(self) -> None:
+        if not self._stale and self.sandbox.healthy:
+            return
+        try:
+            self.sandbox.restart()
+        except (GraderError, OSError) as exc:
+            raise SandboxFailure(f"the sandbox could not be restarted: {one_line(str(exc))}") from None
+        self.restarts += 1
+        self._stale = False
+
+    def _grade_once(self, sub: Submission) -> SubmissionResult:
         started, cpu_started = time.monotonic(), time.process_time()
         assignment, options = self.assignment, self.options
         loaded = read_submission(sub)
@@ -70,7 +103,7 @@ class Grading:
         answers, answer_problems = _answers(sub)
         key = None if options.public else answer_key(assignment.answer_key)
         questions = score_questions(assignment.questions, answers, key, check_only=options.public)
-        load_report = _load_report(loaded, connection, answer_problems)
+        load_report = _load_report(loaded, connection, answer_problems, assignment.environment)
         failure = _load_failure_message(connection.load)
         exercises = exercise_results(assignment, outcomes, questions, options.public, failure)
         score, max_score = totals(exercises)
@@ -92,6 +125,12 @@ class Grading:
         self.close()
 
 
+def _failed_twice(failures: list[SandboxFailure]) -> str:
+    reasons = list(dict.fromkeys(one_line(str(f)) for f in failures))
+    return (f"the sandbox failed on this submission {len(failures)} times (restarted in "
+            f"between): {'; then '.join(reasons)}")
+
+
 def grade_submission(sub: Submission, assignment: Assignment, sandbox: Sandbox,
                      options: GradeOptions) -> SubmissionResult:
     """Grade one submission (to grade many, keep one `Grading`)."""
@@ -101,7 +140,8 @@ def grade_submission(sub: Submission, assignment: Assignment, sandbox: Sandbox,
 
 def _connect(sandbox: Sandbox, loaded: LoadedSubmission, assignment: Assignment,
              sub: Submission) -> Connection:
-    connection = Connection(sandbox, loaded.request or {}, assignment.limits, sub.label)
+    connection = Connection(sandbox, loaded.request or {}, assignment.limits, sub.label,
+                            assignment.environment)
     if loaded.request is None:
         connection.load = LoadOutcome(failure=loaded.failure)
     return connection
@@ -119,8 +159,10 @@ def answer_key(path: Path | None) -> Mapping[str, Any] | None:
         return None
     try:
         key = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise AssignmentError(f"{path}: cannot read the answer key: {exc}") from None
+    except yaml.YAMLError as exc:
+        raise AssignmentError(f"{path}: the answer key is not valid YAML: {yaml_problem(exc)}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise AssignmentError(f"{path}: cannot read the answer key: {one_line(str(exc))}") from None
     if not isinstance(key, dict):
         raise AssignmentError(f"{path}: the answer key must be a mapping of question ids")
     return key
@@ -131,14 +173,13 @@ def _load_failure_message(load: LoadOutcome | None) -> str:
 
 
 def _load_report(loaded: LoadedSubmission, connection: Connection,
-                 answer_problems: list[str]) -> LoadReport:
+                 answer_problems: list[str], env: Environment | None = None) -> LoadReport:
     load = connection.load or LoadOutcome()
     notices = list(loaded.notices) + list(answer_problems)
     if load.failure:
         notices.append(load.failure)
-    for err in load.cell_errors:
-        notices.append(f"cell {err['cell']} raised {err['type']}: {err['message']}"
-                       " (the cells after it still ran)")
+    notices += [cell_notice(err, env) for err in load.cell_errors]
+    notices += import_notices(loaded.request, load.error, load.cell_errors, env)
     texts = [text for text, _ in connection.output]
     stdout = texts[0] if texts else ""
     truncated = any(cut for _, cut in connection.output)

@@ -4,17 +4,22 @@ Every call is a `wire` request to the sandboxed child; results come back as plai
 data (real tensors) or as `RemoteObject`s for things that stay in the child. A crash,
 exit or time limit in the child becomes `StudentCrashed` / `StudentTimeout` for the
 test that hit it; the next call gets a fresh child with the submission loaded again.
+A child that ended because the sandbox itself failed (its zygote gone) is not the
+student's doing: that raises `SandboxFailure`, and `Connection.fault` keeps it even
+where a test caught it, so the submission is graded again in a fresh sandbox.
 """
 
 from __future__ import annotations
 
+import ast
 import builtins
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from grader import wire
+from grader import environment, wire
+from grader.figures import MAX_FIGURES, FigureBatch, checked_batch
 from grader.errors import SandboxFailure
 from grader.sandbox import Child, Limits, Sandbox
 
@@ -94,11 +99,13 @@ class Connection:
     the whole submission's time budget."""
 
     def __init__(self, sandbox: Sandbox, load_request: dict[str, Any], limits: Limits,
-                 label: str) -> None:
+                 label: str, env: environment.Environment | None = None) -> None:
         self.sandbox = sandbox
         self.load_request = load_request
         self.limits = limits
         self.label = label
+        self.environment = env
+        """What the submission may import (the assignment's `environment:`), for messages."""
         self.child: Child | None = None
         self.generation = 0
         self.load: LoadOutcome | None = None
@@ -108,6 +115,10 @@ class Connection:
         self.output: list[tuple[str, bool]] = []
         self.timeouts = 0
         self.student_cpu_s = 0.0
+        self.figures_taken = 0
+        """Figures handed to tests so far: at most MAX_FIGURES per submission."""
+        self.fault: SandboxFailure | None = None
+        """The sandbox's own failure, if one happened: this grading does not count."""
 
     # -- lifecycle
 
@@ -131,6 +142,8 @@ class Connection:
             self.child = None
 
     def _ensure_child(self) -> Child:
+        if self.fault is not None:
+            raise self.fault
         if self.load is not None and self.load.failure:
             self._retire_child()
             self._raise_load_failure()
@@ -140,10 +153,13 @@ class Connection:
             self._retire_child()
         if self._submission_time_left() <= 0:
             raise StudentTimeout(self._timeout_message())
-        self.child = self.sandbox.spawn()
+        try:
+            self.child = self.sandbox.spawn()
+        except SandboxFailure as exc:
+            raise self._fault(exc) from None
         if self.child.isolation.get("error"):
             self.child.kill()
-            raise SandboxFailure(f"sandbox: {self.child.isolation['error']}")
+            raise self._fault(SandboxFailure(f"sandbox: {self.child.isolation['error']}"))
         self.generation += 1
         self._load_into(self.child)
         # Loading has its own limit; the test's clock starts when it can call.
@@ -155,9 +171,11 @@ class Connection:
         try:
             reply = child.request(self.load_request, min(self.limits.load_s, self._submission_time_left()))
         except TimeoutError:
+            self._blame_sandbox_if_lost()
             self._record_load_failure(f"loading your code did not finish within "
                                       f"{self.limits.load_s:.0f} s (an endless loop at top level?)", True)
         except (EOFError, wire.WireError):
+            self._blame_sandbox_if_lost()
             self._record_load_failure(_ended_message(child, "while loading your code"), False)
         else:
             if first:
@@ -166,7 +184,9 @@ class Connection:
                                         cell_errors=list(value.get("cell_errors", [])),
                                         defined=list(value.get("defined", [])))
                 if self.load.error:
-                    self.load.failure = _import_failed_message(self.label, self.load.error)
+                    self.load.failure = _import_failed_message(
+                        self.label, self.load.error, str(self.load_request.get("source", "")),
+                        self.environment)
             if not self.load or not self.load.failure:
                 return
         self._raise_load_failure()
@@ -189,11 +209,14 @@ class Connection:
         try:
             reply = child.request(doc, self._time_left())
         except TimeoutError:
+            self._blame_sandbox_if_lost()
             self.timeouts += 1
             raise StudentTimeout(self._timeout_message()) from None
         except EOFError:
+            self._blame_sandbox_if_lost()
             raise StudentCrashed(_ended_message(child, "during this test")) from None
         except wire.WireError as exc:
+            self._blame_sandbox_if_lost()
             raise StudentCrashed(f"your process sent something that is not plain data ({exc})") from None
         if "raised" in reply:
             raise make_raised(reply["raised"])
@@ -202,6 +225,27 @@ class Connection:
         if not reply.get("ok"):
             raise StudentCrashed(f"unexpected answer from your process: {str(reply)[:200]}")
         return reply.get("value")
+
+    def figures(self) -> FigureBatch:
+        """The figures the submission showed since they were last asked for (its
+        notebook's cells included), checked to be PNGs; at most MAX_FIGURES in all."""
+        batch = checked_batch(self.request({"op": "figures"}), MAX_FIGURES - self.figures_taken)
+        self.figures_taken += len(batch.figures)
+        return batch
+
+    def _blame_sandbox_if_lost(self) -> None:
+        """After a child failed (and was killed through the zygote): when the zygote is
+        gone, the sandbox failed, not the student's code. A child killed by anything
+        else cannot be told from a crash, and stays the student's."""
+        try:
+            self.sandbox.check()
+        except SandboxFailure as exc:
+            raise self._fault(exc) from None
+
+    def _fault(self, exc: SandboxFailure) -> SandboxFailure:
+        if self.fault is None:
+            self.fault = exc
+        return self.fault
 
     def _submission_time_left(self) -> float:
         return self.started + self.limits.per_submission_s - time.monotonic()
@@ -225,12 +269,50 @@ class Connection:
         return message
 
 
-def _import_failed_message(label: str, error: dict[str, Any]) -> str:
-    line = _last_line_number(str(error.get("traceback", "")), label)
+def _import_failed_message(label: str, error: dict[str, Any], source: str = "",
+                           env: environment.Environment | None = None) -> str:
+    """Why a module did not load, with the advice that fits what went wrong: a package
+    outside the environment is named as such; "keep demo code under __main__" is said
+    only where the failing line is code that runs on import (not an import, a def or a
+    class, and not a syntax error)."""
+    text = str(error.get("traceback", ""))
+    line = _last_line_number(text, label)
+    module = environment.missing_module(error)
+    if module:
+        return environment.missing_module_message(
+            f"{label}{f' (line {line})' if line else ''}", module, env)
     where = f" at line {line}" if line else ""
-    return (f"importing {label} raised {error.get('type')}{where}: {error.get('message')}. "
-            "A module must import without errors: keep demo code under "
-            "`if __name__ == \"__main__\":`")
+    message = f"importing {label} raised {error.get('type')}{where}: {error.get('message')}"
+    if _runs_on_import(source, _module_line(text, label)):
+        message += (". A module must import without errors: keep demo code under "
+                    "`if __name__ == \"__main__\":`")
+    return message
+
+
+def _module_line(traceback_text: str, label: str) -> int:
+    """The line of the top-level statement that was running (the outermost frame of the
+    student's file), or 0."""
+    for ln in traceback_text.splitlines():
+        if label in ln and "line " in ln and ln.rstrip().endswith("in <module>"):
+            number = ln.split("line ", 1)[1].split(",", 1)[0].strip()
+            return int(number) if number.isdigit() else 0
+    return 0
+
+
+def _runs_on_import(source: str, line: int) -> bool:
+    """True when `line` is in a top-level statement that is demo code: not an import,
+    a function or a class definition."""
+    if not line:
+        return False
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return False
+    for stmt in tree.body:
+        if stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno):
+            return not isinstance(stmt, (ast.Import, ast.ImportFrom, ast.FunctionDef,
+                                         ast.AsyncFunctionDef, ast.ClassDef))
+    return False
 
 
 def _last_line_number(traceback_text: str, label: str) -> str:
@@ -265,6 +347,11 @@ class Student:
 
     def seed(self, seed: int) -> None:
         self._conn.request({"op": "seed", "seed": int(seed)})
+
+    def figures(self) -> FigureBatch:
+        """What the submission's code showed (plots) since the last call, as checked PNGs:
+        attach them to the report with `feedback.figures(...)`."""
+        return self._conn.figures()
 
     @contextmanager
     def spy(self, dotted: str) -> Iterator["SpyCount"]:

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from grader import frames, interpreter
-from grader.errors import SandboxUnavailable
+from grader.errors import SandboxFailure, SandboxLost, SandboxUnavailable
 from grader.limits import Limits
 
 NOBODY = 65534
@@ -49,7 +49,8 @@ MAX_CHILD_FRAME_BYTES = 64 * 1024 * 1024
 MAX_REPLY_TEXT = 20_000
 """Strings in a child's exception and load reports are cut to this many characters."""
 SYSTEM_DIRS = ("/usr", "/bin", "/lib", "/lib32", "/lib64", "/sbin", "/etc/alternatives",
-               "/etc/ld.so.cache", "/etc/localtime")
+               "/etc/ld.so.cache", "/etc/localtime", "/etc/fonts")
+"""/etc/fonts: fontconfig's configuration, read when a student's matplotlib lists fonts."""
 
 
 class Isolation(str, enum.Enum):
@@ -185,6 +186,8 @@ class Sandbox:
         self._control: socket.socket | None = None
         self._ready = False
         self._lock = threading.Lock()
+        self._lost = ""
+        """Why the zygote can fork no more children ("" while it can)."""
 
     def __enter__(self) -> "Sandbox":
         self.launch()  # `spawn` waits for the zygote to be ready
@@ -221,18 +224,20 @@ class Sandbox:
         self._control = ours
         self.level = level
         self._ready = False
+        self._lost = ""
 
     def wait_ready(self) -> None:
         if self._ready:
             return
         if self._control is None:
-            raise RuntimeError("sandbox is not started")
+            raise SandboxFailure("the sandbox is not started")
         self._control.settimeout(180)
         try:
             ready = frames.recv_frame(self._control)
         except (EOFError, OSError, frames.WireError):
+            message = _zygote_died_message(self._proc)
             self.stop()
-            raise SandboxUnavailable(_zygote_died_message(self._proc)) from None
+            raise SandboxUnavailable(message) from None
         self.strategy = str(ready.get("strategy", ""))
         self._ready = True
 
@@ -252,6 +257,39 @@ class Sandbox:
                 self._proc.wait()
             self._proc = None
 
+    def restart(self) -> None:
+        """A fresh zygote in place of this one (after it died, or to rule it out)."""
+        self.stop()
+        self.start()
+
+    def ready_or_restart(self) -> None:
+        """`wait_ready`, giving a zygote that died while it started (killed, a host
+        hiccup) one fresh start; SandboxUnavailable when that one fails too."""
+        try:
+            self.wait_ready()
+        except SandboxUnavailable:
+            self.restart()
+
+    @property
+    def healthy(self) -> bool:
+        """Whether the zygote can still fork children (no control call needed)."""
+        try:
+            self.check()
+        except SandboxFailure:
+            return False
+        return True
+
+    def check(self) -> None:
+        """Raise SandboxLost when the zygote is gone: it exited, or a control call
+        failed. A child that died while this holds died of its own doing."""
+        if self._control is None:
+            raise SandboxLost("the sandbox is not running")
+        code = self._proc.poll() if self._proc is not None else None
+        if not self._lost and code is not None:
+            self._lost = f"the sandbox's warm process exited (status {code})"
+        if self._lost:
+            raise SandboxLost(self._lost)
+
     def spawn(self) -> Child:
         """A fresh child for one submission (or a retry after a crash).
 
@@ -262,6 +300,7 @@ class Sandbox:
         # The previous child is gone, workdir and all, before the next one runs code:
         # its kill overlapped the grader's own work in between.
         self._to_kill.join()
+        self.check()
         child = self._take_spare() or self._fork()
         if self.spare:
             self._spare_thread = threading.Thread(target=self._fork_spare, daemon=True)
@@ -272,7 +311,7 @@ class Sandbox:
     def _fork_spare(self) -> None:
         try:
             self._spare = self._fork()
-        except (OSError, RuntimeError, frames.WireError, EOFError):
+        except (OSError, SandboxFailure, frames.WireError, EOFError):
             self._spare = None  # spawn forks on demand instead
 
     def _take_spare(self) -> Child | None:
@@ -283,14 +322,26 @@ class Sandbox:
         return spare
 
     def _fork(self) -> Child:
-        proto_ours, proto_theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        out_ours, out_theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            proto_ours, proto_theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+            out_ours, out_theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        except OSError as exc:
+            raise SandboxFailure(f"cannot make the sockets of a child: {exc}") from None
         frame = _frame({"op": "fork", "limits": self.limits.for_child()})
-        reply = self._control_call(frame, [proto_theirs.fileno(), out_theirs.fileno()])
-        proto_theirs.close()
-        out_theirs.close()
+        try:
+            reply = self._control_call(frame, [proto_theirs.fileno(), out_theirs.fileno()])
+            pid = reply.get("pid")
+            if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+                raise self._lose(f"the sandbox could not fork a child (it answered {str(reply)[:200]})")
+        except SandboxFailure:
+            proto_ours.close()
+            out_ours.close()
+            raise
+        finally:
+            proto_theirs.close()
+            out_theirs.close()
         drain = OutputDrain(out_ours, self.limits.output_kb * 1024)
-        child = Child(self, int(reply["pid"]), proto_ours, drain)
+        child = Child(self, pid, proto_ours, drain)
         # The child's first frame, sent before any student code runs.
         try:
             first = recv_frame_until(proto_ours, time.monotonic() + max(self.limits.load_s, 30),
@@ -330,20 +381,31 @@ class Sandbox:
         """Kill a child and all it started: (exit status, CPU seconds it used)."""
         try:
             reply = self._control_call(_frame({"op": "kill", "pid": pid}), [])
-        except (OSError, EOFError, RuntimeError, frames.WireError):
+        except SandboxLost:
+            return -1, 0.0  # `check` says why from now on
+        try:
+            return int(reply.get("status", -1)), float(reply.get("cpu_s", 0.0))
+        except (TypeError, ValueError):
+            self._lose(f"the sandbox answered a kill with {str(reply)[:200]}")
             return -1, 0.0
-        return int(reply.get("status", -1)), float(reply.get("cpu_s", 0.0))
 
     def _control_call(self, frame: bytes, fds: list[int]) -> dict[str, Any]:
-        if self._control is None:
-            raise RuntimeError("sandbox is not started")
+        """One request to the zygote and its answer. Any failure here is the sandbox's,
+        never a student's: the zygote is marked lost and SandboxLost raised."""
         with self._lock:
-            self._control.settimeout(60)
-            socket.send_fds(self._control, [frame], fds)
+            if self._lost or self._control is None:
+                raise SandboxLost(self._lost or "the sandbox is not running")
             try:
+                self._control.settimeout(60)
+                socket.send_fds(self._control, [frame], fds)
                 return frames.recv_frame(self._control)
-            except EOFError:
-                raise RuntimeError(_zygote_died_message(self._proc)) from None
+            except (OSError, EOFError, frames.WireError) as exc:
+                raise self._lose(_zygote_lost_message(self._proc, exc)) from None
+
+    def _lose(self, why: str) -> SandboxLost:
+        """Mark the zygote unusable (the first reason is kept) and say so."""
+        self._lost = self._lost or why
+        return SandboxLost(self._lost)
 
 
 def _frame(doc: dict[str, Any]) -> bytes:
@@ -352,8 +414,24 @@ def _frame(doc: dict[str, Any]) -> bytes:
 
 
 def _zygote_died_message(proc: subprocess.Popen[bytes] | None) -> str:
-    code = proc.wait(5) if proc else None
-    return f"the sandbox's warm process exited (status {code}); is torch importable?"
+    return f"the sandbox's warm process exited (status {_exit_status(proc)}); is torch importable?"
+
+
+def _zygote_lost_message(proc: subprocess.Popen[bytes] | None, exc: BaseException) -> str:
+    code = _exit_status(proc, wait_s=1.0)
+    if code is not None:
+        return f"the sandbox's warm process exited (status {code})"
+    return f"the sandbox's warm process stopped answering ({type(exc).__name__}: {exc})"
+
+
+def _exit_status(proc: subprocess.Popen[bytes] | None, wait_s: float = 5.0) -> int | None:
+    """The process's exit status, or None while it still runs after `wait_s`."""
+    if proc is None:
+        return None
+    try:
+        return proc.wait(wait_s)
+    except subprocess.TimeoutExpired:
+        return None
 
 
 # ---------------------------------------------------------------- reading a child

@@ -43,7 +43,8 @@ def _scored_tests(ex: Exercise, outcomes: list[TestOutcome]) -> list[TestResult]
             results.append(TestResult(
                 name=o.name, score=round(each if passed else 0.0, 6), max_score=round(each, 6),
                 passed=passed, message=o.message, outcome=o.outcome, visibility=visibility,
-                test_id=o.nodeid, evidence=o.evidence, duration_s=o.duration_s))
+                test_id=o.nodeid, evidence=o.evidence, duration_s=o.duration_s,
+                figures=o.figures))
     return results
 
 

@@ -17,13 +17,14 @@ device, values; each message names the variable.
 
 from __future__ import annotations
 
-from typing import Any, NoReturn, Sequence
+from typing import Any, Callable, NoReturn, Sequence
 
 import torch
 
 from grader.results import Evidence
 
-__all__ = ["GradingFailure", "assert_close", "fail", "heatmap_panel", "mismatch_evidence"]
+__all__ = ["GradingFailure", "assert_close", "fail", "heatmap_panel", "mismatch_evidence",
+           "show_figures"]
 
 
 class GradingFailure(AssertionError):
@@ -136,6 +137,31 @@ def heatmap_panel(
         "matrix": [[round(float(v), 4) for v in row] for row in m[:16, :16]],
         "masked": None if masked is None else [[bool(v) for v in row] for row in masked[:16, :16]],
     }
+
+
+def show_figures(student: Any, feedback: Any, plot: Callable[[], object] | None = None,
+                 missing: str = "") -> None:
+    """Show the student's own figures under the running test, ungraded.
+
+    First those their code already showed (a notebook's cells); where there are none and
+    `plot` is given, `plot()` runs (it calls a `plot_*` function of theirs on their own
+    results) and what that draws is shown. Drawing costs no points: what goes wrong is
+    noted, not failed, except a time limit. `missing` is noted when there is no figure.
+    """
+    from grader.proxy import MissingName, StudentRaised
+
+    batch = student.figures()
+    if not batch.figures and plot is not None:
+        for why in batch.left_out:  # what the notebook showed but could not be kept
+            feedback.note(why)
+        try:
+            plot()
+        except (StudentRaised, MissingName, GradingFailure) as exc:
+            feedback.note(f"no figure: {getattr(exc, 'message', None) or exc} (drawing is not graded)")
+        batch = student.figures()
+    feedback.figures(batch)
+    if not batch.figures and missing:
+        feedback.note(missing)
 
 
 def _small(t: torch.Tensor, limit: int = 8) -> Any:

@@ -28,16 +28,18 @@ from typing import Any, Iterator
 import pytest
 import torch
 
-from grader.errors import AssignmentError, InternalError
+from grader.errors import AssignmentError, GraderError, InternalError, SandboxFailure
 from grader.proxy import (
     Connection,
     MissingName,
     Student,
+    StudentProblem,
     StudentCrashed,
     StudentRaised,
     StudentTimeout,
 )
-from grader.results import Evidence
+from grader.figures import FigureBatch
+from grader.results import Evidence, Figure
 from grader.seeding import seed_all
 from grader.testing import GradingFailure
 
@@ -53,6 +55,7 @@ class TestOutcome:
     message: str
     evidence: tuple[Evidence, ...]
     duration_s: float
+    figures: tuple[Figure, ...] = ()
 
 
 class Feedback:
@@ -60,12 +63,19 @@ class Feedback:
 
     def __init__(self) -> None:
         self.evidence: list[Evidence] = []
+        self.shown: list[Figure] = []
 
     def heatmaps(self, title: str, panels: list[dict[str, Any]]) -> None:
         self.evidence.append(Evidence("heatmaps", {"title": title, "panels": panels}))
 
     def note(self, text: str) -> None:
         self.evidence.append(Evidence("note", {"text": text}))
+
+    def figures(self, batch: FigureBatch) -> None:
+        """Show the student's own figures (`student.figures()`) under this test."""
+        self.shown.extend(batch.figures)
+        for why in batch.left_out:
+            self.note(why)
 
 
 class GraderPlugin:
@@ -76,7 +86,7 @@ class GraderPlugin:
         self.seed = seed
         self.outcomes: list[TestOutcome] = []
         self.collect_errors: list[str] = []
-        self.internal_errors: list[InternalError] = []
+        self.internal_errors: list[GraderError] = []
         self._feedback: dict[str, Feedback] = {}
         self.jobs: queue.Queue[tuple[Connection, queue.Queue[Any]] | None] = queue.Queue()
         self.collected: queue.Queue[str] = queue.Queue()
@@ -104,7 +114,7 @@ class GraderPlugin:
         return True
 
     def _run_items(self, items: list[pytest.Item],
-                   connection: Connection) -> tuple[list[TestOutcome], list[InternalError]]:
+                   connection: Connection) -> tuple[list[TestOutcome], list[GraderError]]:
         self.connection, self.outcomes, self.internal_errors = connection, [], []
         self._feedback.clear()
         for i, item in enumerate(items):
@@ -158,14 +168,14 @@ class GraderPlugin:
     def _outcome(self, item: pytest.Item, call: pytest.CallInfo[None], report: Any) -> TestOutcome:
         fb = self._feedback.pop(item.nodeid, Feedback())
         exc = call.excinfo.value if call.excinfo else None
-        if isinstance(exc, InternalError):
-            self.internal_errors.append(exc)
+        if exc is not None and graders_fault(exc):
+            self.internal_errors.append(as_grader_error(exc))
         outcome, message, evidence = classify(exc, report.outcome)
         return TestOutcome(
             nodeid=item.nodeid, file=Path(str(item.fspath)).resolve(),
             function=getattr(item, "originalname", item.name), name=_plain_name(item),
             outcome=outcome, message=message, evidence=tuple(fb.evidence) + evidence,
-            duration_s=round(call.duration, 4),
+            duration_s=round(call.duration, 4), figures=tuple(fb.shown),
         )
 
 
@@ -190,7 +200,24 @@ def classify(exc: BaseException | None, pytest_outcome: str) -> tuple[str, str, 
         return "error", f"your code raised {exc}", tb
     if isinstance(exc, AssertionError):
         return "failed", _assertion_text(exc), ()
+    if graders_fault(exc):  # never the student's: `TestRunner.run` raises it instead
+        return "error", f"the grader failed in this test ({type(exc).__name__}: {exc}); not your code", ()
     return "failed", f"the test could not use what your code returned ({type(exc).__name__}: {exc})", ()
+
+
+def graders_fault(exc: BaseException) -> bool:
+    """What a test raised that no code of the student's can have caused: the grader's
+    own errors, and I/O errors of its process (a socket to a dead sandbox). What the
+    student's code raised arrives as a `StudentProblem`, whatever its type."""
+    if isinstance(exc, StudentProblem):
+        return False
+    return isinstance(exc, (GraderError, OSError))
+
+
+def as_grader_error(exc: BaseException) -> GraderError:
+    if isinstance(exc, GraderError):
+        return exc
+    return InternalError(f"{type(exc).__name__} in the grader's process during a test: {exc}")
 
 
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)')
@@ -283,8 +310,11 @@ class TestRunner:
         if isinstance(result, BaseException):
             raise result
         outcomes, internal_errors = result
+        if connection.fault is not None:  # also where a test caught it
+            raise connection.fault
         if internal_errors:
-            raise internal_errors[0]
+            sandbox = [e for e in internal_errors if isinstance(e, SandboxFailure)]
+            raise (sandbox or internal_errors)[0]
         return outcomes
 
     def close(self) -> None:

@@ -49,4 +49,12 @@ pip=("$VENV/bin/python" -m pip install -q --disable-pip-version-check)
 # Pinned here (the CPU build, from local disk on our machines); the package accepts a range.
 "$VENV/bin/python" -c 'import torch' >/dev/null 2>&1 || "${pip[@]}" "torch==2.13.0"
 "${pip[@]}" -e ".[test]"
+# What student code may import besides the standard library (matplotlib and seaborn for the
+# lesson's plots), pinned in each shipped assignment's `environment:`; the sandbox shows
+# .venv's packages to student code read-only.
+reqs=$("$VENV/bin/grader" environment assignments/*/assignment.yaml --requirements)
+if [ -n "$reqs" ]; then
+  mapfile -t student_env <<<"$reqs"
+  "${pip[@]}" "${student_env[@]}"
+fi
 say "ready: $VENV/bin/grader ($("$VENV/bin/grader" --version 2>/dev/null || echo installed))"

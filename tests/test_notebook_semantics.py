@@ -14,7 +14,8 @@ from grader.sandbox import Isolation, Sandbox
 
 ROOT = Path(__file__).resolve().parents[1]
 CONTRACT_NAMES = {"causal_mask", "scaled_dot_product_attention", "MultiHeadSelfAttention", "sdpa_attention"}
-CASES = ["correct_qkv_notebook", "notebook_cell_raises", "correct_wq_notebook"]
+CASES = ["correct_qkv_notebook", "notebook_cell_raises", "correct_wq_notebook",
+         "lesson_plot_notebook", "notebook_imports_unknown_package"]
 
 
 def _kernel_run(path: Path) -> tuple[list[tuple[int, str]], set[str]]:

@@ -7,6 +7,8 @@ Writes (relative to the repository root):
     tests/corpus/correct_qkv_notebook/attention.ipynb
     tests/corpus/correct_wq_notebook/attention.ipynb
     tests/corpus/notebook_cell_raises/attention.ipynb
+    tests/corpus/lesson_plot_notebook/attention.ipynb
+    tests/corpus/notebook_imports_unknown_package/attention.ipynb
     tests/corpus/both_module_and_notebook/attention.ipynb
     tests/corpus/invalid_notebook_json/attention.ipynb    (not JSON: merge-conflict markers)
     tests/corpus/notebook_bad_schema/attention.ipynb      (JSON, but not a notebook)
@@ -244,6 +246,34 @@ print("eval() gives the same output:", torch.equal(model(x)[0], model(x)[0]))
 """
 
 
+# The lesson's section 7, "Visualize Attention", as students copy it, then a call on
+# their own module's weights.
+PLOT_ATTENTION = """\
+import matplotlib.pyplot as plt
+import seaborn as sns
+
+def plot_attention(attn_weights, tokens, head=0):
+    \"\"\"Plot attention heatmap cho head cụ thể\"\"\"
+    fig, ax = plt.subplots(figsize=(8, 6))
+    # attn_weights: (batch, heads, seq, seq)
+    weights = attn_weights[0, head].detach().numpy()
+    sns.heatmap(weights, xticklabels=tokens, yticklabels=tokens,
+                cmap='Blues', ax=ax)
+    ax.set_title(f'Attention Head {head}')
+    plt.tight_layout()
+    plt.show()
+
+# Ví dụ
+tokens = ["The", "cat", "sat", "on", "the", "mat"]
+"""
+
+PLOT_CALL = """\
+model = MultiHeadSelfAttention(embed_dim=64, num_heads=4, dropout_p=0.0).eval()
+_, attn_weights = model(torch.randn(1, len(tokens), 64), causal=True)
+plot_attention(attn_weights, tokens, head=0)
+"""
+
+
 def md(text: str):
     return new_markdown_cell(text)
 
@@ -313,6 +343,21 @@ def cell_raises_notebook() -> nbformat.NotebookNode:
     ])
 
 
+def lesson_plot_notebook() -> nbformat.NotebookNode:
+    """The qkv notebook plus the lesson's plot: its heatmap must reach the report."""
+    nb = qkv_notebook()
+    nb.cells += [md("## 7. Visualize Attention"), code(PLOT_ATTENTION), code(PLOT_CALL)]
+    return notebook(nb.cells)
+
+
+def unknown_package_notebook() -> nbformat.NotebookNode:
+    """The qkv notebook with a cell that imports a package outside the environment."""
+    nb = qkv_notebook()
+    nb.cells += [md("Trying a package I have at home"),
+                 code("import notapackage\nnotapackage.plot()")]
+    return notebook(nb.cells)
+
+
 def bob_notebook() -> nbformat.NotebookNode:
     return notebook([
         md("# Bob — day 13"),
@@ -361,6 +406,8 @@ def main() -> None:
     write(wq_notebook(), CORPUS / "correct_wq_notebook" / "attention.ipynb")
     write(cell_raises_notebook(), CORPUS / "notebook_cell_raises" / "attention.ipynb")
     write(qkv_notebook(), CORPUS / "both_module_and_notebook" / "attention.ipynb")
+    write(lesson_plot_notebook(), CORPUS / "lesson_plot_notebook" / "attention.ipynb")
+    write(unknown_package_notebook(), CORPUS / "notebook_imports_unknown_package" / "attention.ipynb")
     write(bob_notebook(), ROOT / "tests" / "corpus_files" / "bob.ipynb")
     write(wq_notebook(), ROOT / "examples" / "submissions" / "binh_tran" / "attention.ipynb")
     (CORPUS / "invalid_notebook_json").mkdir(parents=True, exist_ok=True)

@@ -5,7 +5,7 @@ These are a small sample of what grading runs; passing them does not guarantee f
 
 import torch
 
-from grader.testing import fail, heatmap_panel
+from grader.testing import fail, heatmap_panel, show_figures
 
 
 def test_causal_mask_is_lower_triangle(student, device):
@@ -28,3 +28,21 @@ def test_future_weights_are_zero(student, device, feedback):
     worst = float(weights[..., future].abs().max())
     if worst > 1e-6:
         fail(f"weights on future keys are up to {worst:.2g}, expected 0.")
+
+
+TOKENS = ["The", "cat", "sat", "on", "the", "mat"]
+NO_PLOT = ("no figure of yours: define `plot_attention(attn_weights, tokens, head=0)` as in the "
+           "lesson's section 7 (Visualize Attention) to see your own weights drawn here")
+
+
+def test_plot_attention(student, device, feedback):
+    """your plot_attention, drawn on your causal weights (not graded: for you to look at)"""
+    def plot() -> None:
+        module = student.MultiHeadSelfAttention(32, 4, dropout_p=0.0)
+        module.to(str(device))
+        module.eval()
+        _, weights = module(torch.randn(1, len(TOKENS), 32, device=device), causal=True)
+        student.plot_attention(weights.detach().cpu(), TOKENS, head=0)
+
+    show_figures(student, feedback, plot if "plot_attention" in student else None, NO_PLOT)
+
