@@ -17,6 +17,7 @@ from grader import __version__
 from grader import summary as class_table
 from grader.assignment import Assignment
 from grader.discover import Submission
+from grader.errors import OutputError
 from grader.export import (
     write_grades_csv,
     write_index_html,
@@ -50,7 +51,7 @@ def run(subs: Sequence[Submission], assignment: Assignment, options: GradeOption
         on_result: Callable[[SubmissionResult], object] | None = None) -> list[SubmissionResult]:
     """`on_result` hears of each result once it is on disk (kept ones first): the
     output-format writers' hook (`grader.writers`)."""
-    out.mkdir(parents=True, exist_ok=True)
+    _make_folder(out)
     results: dict[str, SubmissionResult] = {}
     todo = []
     for sub in subs:
@@ -77,9 +78,16 @@ def run(subs: Sequence[Submission], assignment: Assignment, options: GradeOption
 
 def write_student(result: SubmissionResult, out: Path) -> None:
     folder = out / result.student
-    folder.mkdir(parents=True, exist_ok=True)
+    _make_folder(folder)
     write_report_html(result, folder / "report.html")
     write_result_json(result, folder / "result.json")
+
+
+def _make_folder(folder: Path) -> None:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError.writing(folder, exc) from None
 
 
 def up_to_date(sub: Submission, assignment: Assignment, options: GradeOptions,

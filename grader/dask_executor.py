@@ -7,6 +7,10 @@ the workers must see the same filesystem (a shared folder, or a LocalCluster). W
 comes back is the result as JSON text; results are written, and resumption works, in
 the calling process as for local grading. Workers should run one thread each
 (`--nthreads 1`): grading in one process is serialized anyway.
+
+Errors come back as local workers send theirs (`errors.to_doc`): a broken assignment
+stops the batch with its message; any other error of the grader's marks that one
+submission not gradable, after `Grading` retried it once in a fresh sandbox.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from typing import Any, Iterator, Sequence
 
 from grader.assignment import Assignment
 from grader.discover import Submission
-from grader.errors import UsageError
+from grader.errors import UsageError, from_doc, one_line, stops_the_batch, to_doc
 from grader.pipeline import GradeOptions, Grading, ungradable
 from grader.results import SubmissionResult, from_json_dict
 from grader.sandbox import Isolation
@@ -46,23 +50,33 @@ def grade_all(subs: Sequence[Submission], assignment: Assignment, options: Grade
         for future in as_completed(futures):
             sub = futures[future]
             try:
-                yield from_json_dict(json.loads(future.result()))
+                reply = json.loads(future.result())
             except Exception as exc:  # the Dask worker died or could not run the task
-                yield ungradable(sub, assignment, f"the Dask worker failed: {type(exc).__name__}: {exc}")
+                yield ungradable(sub, assignment, one_line(
+                    f"the Dask worker failed: {type(exc).__name__}: {exc}"))
+                continue
+            if "fault" not in reply:
+                yield from_json_dict(reply["result"])
+                continue
+            error = from_doc(reply["fault"])
+            if stops_the_batch(error):
+                for other in futures:
+                    other.cancel()
+                raise error
+            yield ungradable(sub, assignment, one_line(f"{type(error).__name__}: {error}"))
 
 
 def grade_on_worker(init: dict[str, Any], sub_doc: dict[str, Any]) -> str:
-    """Runs on a Dask worker: grade one submission with this process's warm sandbox."""
+    """Runs on a Dask worker: grade one submission with this process's warm sandbox.
+    Returns JSON: {"result": ...}, or {"fault": {"class", "message"}}."""
     from grader.results import to_json_dict
 
     with _LOCK:
-        grading = _warm(init)
-        sub = submission_from(sub_doc)
         try:
-            result = grading.grade(sub)
-        except Exception as exc:  # a bug of ours: this submission is ungradable
-            result = ungradable(sub, grading.assignment, f"{type(exc).__name__}: {exc}")
-        return json.dumps(to_json_dict(result))
+            result = _warm(init).grade(submission_from(sub_doc))
+        except Exception as exc:  # ours (a GraderError), or a bug of ours
+            return json.dumps({"fault": to_doc(exc)})
+        return json.dumps({"result": to_json_dict(result)})
 
 
 def _warm(init: dict[str, Any]) -> Grading:
@@ -79,8 +93,15 @@ def _warm(init: dict[str, Any]) -> Grading:
         if "grading" in _STATE:
             _STATE["grading"].close()
             _STATE["grading"].sandbox.stop()
+        _STATE.clear()
         a = assignment_mod.load(Path(init["assignment"]))
         sandbox = Sandbox(Isolation(init["isolation"]), a.limits, hidden=(a.root,))
-        sandbox.start()
-        _STATE.update(key=key, grading=Grading(a, sandbox, GradeOptions(**init["options"])))
+        sandbox.launch()
+        sandbox.ready_or_restart()
+        try:
+            grading = Grading(a, sandbox, GradeOptions(**init["options"]))
+        except BaseException:  # a broken reference or tests: no zygote left behind
+            sandbox.stop()
+            raise
+        _STATE.update(key=key, grading=grading)
     return _STATE["grading"]

@@ -6,16 +6,24 @@
     ├── UsageError               the command line asks for something impossible
     │   ├── NoSubmissionsFound
     │   └── SandboxUnavailable
+    ├── OutputError              the reports cannot be written (disk full, permissions)
     └── InternalError            a bug of ours: never reported as a student's zero
-        └── SandboxFailure       a child could not be isolated as promised
+        └── SandboxFailure       a child could not be isolated or run as promised
+            └── SandboxLost      the zygote died or its control socket broke
 
 A student's broken submission is *not* an exception here: after isolation, failures
-are values (`results.Status.ERROR` with a message).
+are values (`results.Status.ERROR` with a message). A `SandboxFailure` met while
+grading a submission makes the grader retry it once in a fresh sandbox, then mark it
+not gradable; it never becomes the student's error.
+
+An error crosses a process boundary (a grading worker's pipe, a Dask task) as
+`to_doc(exc)` and is rebuilt, of the same class, by `from_doc`.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 
 class GraderError(Exception):
@@ -56,9 +64,64 @@ class SandboxUnavailable(UsageError):
         )
 
 
+class OutputError(GraderError):
+    """A report file cannot be written: what was already written stays valid."""
+
+    @classmethod
+    def writing(cls, path: Path, exc: OSError) -> "OutputError":
+        why = exc.strerror or str(exc) or type(exc).__name__
+        return cls(f"cannot write {path}: {why}; free some space (or fix the permissions) "
+                   "and run the same command again: results already written are kept")
+
+
 class InternalError(GraderError):
     """A bug in the grader itself."""
 
 
 class SandboxFailure(InternalError):
-    """A child did not get the isolation it was promised; the submission is ungradable."""
+    """A child could not be isolated or run as promised; never the student's fault."""
+
+
+class SandboxLost(SandboxFailure):
+    """The sandbox's zygote is gone (killed, crashed) or its control socket broke: it
+    can fork no more children until it is restarted."""
+
+
+def stops_the_batch(exc: GraderError) -> bool:
+    """Errors every submission would meet again (a broken assignment, an impossible
+    request): the batch stops with them instead of marking each result not gradable."""
+    return isinstance(exc, (AssignmentError, UsageError))
+
+
+def one_line(text: str) -> str:
+    """A message on one line (YAML and Python errors span several)."""
+    return " ".join(part.strip() for part in str(text).splitlines() if part.strip())
+
+
+def to_doc(exc: BaseException) -> dict[str, str]:
+    """An error as plain data, to cross a process boundary: its class name, if it is one
+    of ours (else InternalError, naming the original type), and its message."""
+    if isinstance(exc, GraderError):
+        return {"class": type(exc).__name__, "message": str(exc)}
+    return {"class": InternalError.__name__, "message": f"{type(exc).__name__}: {exc}"}
+
+
+def from_doc(doc: Any) -> GraderError:
+    """The error `to_doc` described, of the same class (InternalError for a class that
+    is not ours: nothing the other side sends picks arbitrary code)."""
+    if not isinstance(doc, dict):
+        return InternalError(f"malformed error report: {str(doc)[:200]}")
+    cls = _classes_by_name().get(str(doc.get("class", "")), InternalError)
+    exc = cls.__new__(cls)
+    Exception.__init__(exc, str(doc.get("message", "")))
+    return exc
+
+
+def _classes_by_name() -> dict[str, type[GraderError]]:
+    found: dict[str, type[GraderError]] = {}
+    todo: list[type[GraderError]] = [GraderError]
+    while todo:
+        cls = todo.pop()
+        found[cls.__name__] = cls
+        todo.extend(cls.__subclasses__())
+    return found

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from grader.errors import OutputError
 from grader.render_html import render_index, render_report
 from grader.results import SubmissionResult, to_json_dict
 
@@ -32,10 +33,16 @@ FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 
 
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> Path:
-    """Write `text` (UTF-8) to `path` via a temporary file in the same folder."""
+    """Write `text` (UTF-8) to `path` via a temporary file in the same folder.
+
+    A file that cannot be written (a full disk, no permission) raises OutputError and
+    leaves the previous version, if any, and no temporary file behind."""
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except OSError as exc:
+        raise OutputError.writing(target, exc) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
             f.write(text)
@@ -43,8 +50,10 @@ def write_text_atomic(path: str | os.PathLike[str], text: str) -> Path:
             os.fsync(f.fileno())
         os.chmod(tmp, 0o644)
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise OutputError.writing(target, exc) from None
         raise
     return target
 

@@ -1,13 +1,18 @@
 """Loading a submission on the grader's side: reading files into a load request.
 
 Reading and validating happen here (nbformat for notebooks); *running* the code is the
-child's job. Files are read without following links, with a size cap, and must be UTF-8.
+child's job. Files are read without following links, with a size cap. A module is
+decoded as Python decodes it (PEP 263: the encoding its first two lines declare, else
+UTF-8); notebooks and answers are UTF-8.
 """
 
 from __future__ import annotations
 
+import codecs
+import io
 import json
 import os
+import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,9 +46,11 @@ def read_submission(sub: Submission) -> LoadedSubmission:
                        "filename": sub.notebook.name, "files": _copies(sub, sub.notebook, text)}
             return LoadedSubmission("notebook", request, notices=sub.notices, files=files)
         if sub.module is not None:
-            source = read_text(sub.module)
+            source, encoding = read_source(sub.module)
             request = {"op": "load", "kind": "module", "source": source,
                        "filename": sub.module.name, "files": _copies(sub, sub.module, source)}
+            if encoding != "utf-8":  # the child's copy is written back in the same encoding
+                request["encodings"] = {sub.module.name: encoding}
             return LoadedSubmission("module", request, notices=sub.notices, files=files)
     except UnreadableSubmission as exc:
         kind = "notebook" if sub.notebook else "module"
@@ -86,6 +93,42 @@ def read_text(path: Path, limit: int = MAX_CODE_BYTES) -> str:
         raise UnreadableSubmission(
             f"{path.name} is not UTF-8 text (byte 0x{data[exc.start]:02x} at position "
             f"{exc.start}); save it with UTF-8 encoding") from None
+
+
+def read_source(path: Path, limit: int = MAX_CODE_BYTES) -> tuple[str, str]:
+    """A Python file's text and encoding, decoded the way Python decodes it (PEP 263):
+    the encoding a `coding:` comment on its first two lines declares, else UTF-8 (a
+    UTF-8 byte-order mark is dropped). Raises UnreadableSubmission with what to do."""
+    data = read_bytes(path, limit)
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as exc:
+        raise UnreadableSubmission(_undeclarable(path, data, exc)) from None
+    try:
+        return data.decode(encoding), codecs.lookup(encoding).name
+    except UnicodeDecodeError as exc:
+        raise UnreadableSubmission(_undecodable(path, data, encoding, exc)) from None
+
+
+def _undecodable(path: Path, data: bytes, encoding: str, exc: UnicodeDecodeError) -> str:
+    byte = f"byte 0x{data[exc.start]:02x} at position {exc.start}"
+    if codecs.lookup(encoding).name in ("utf-8", "utf-8-sig"):
+        return (f"{path.name} is not UTF-8 text ({byte}); save it with UTF-8 encoding, or "
+                "declare the encoding it was saved in on its first line, e.g. "
+                "`# -*- coding: latin-1 -*-`")
+    return (f"{path.name} declares `coding: {encoding}` but is not {encoding} text ({byte}); "
+            "fix the declaration, or save it with UTF-8 encoding and remove the line")
+
+
+def _undeclarable(path: Path, data: bytes, exc: SyntaxError) -> str:
+    """What Python's own reader refused before decoding: an unknown `coding:` name, a
+    declaration that contradicts a UTF-8 byte-order mark, or undecodable first lines."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as bad:
+        return _undecodable(path, data, "utf-8", bad)
+    return (f"{path.name} has an encoding declaration Python cannot use ({exc.msg}); save it "
+            "with UTF-8 encoding and remove the `coding:` line")
 
 
 def notebook_cells(path: Path, text: str) -> list[str]:

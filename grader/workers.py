@@ -5,6 +5,12 @@ pytest once, starts one sandbox zygote, and grades submissions one after another
 talks to the pool over a pipe in JSON lines (plain data, never pickle). A worker that
 dies or hangs costs only the submission it was grading, which gets an *ungradable*
 result (a grader failure, not a zero); the worker is replaced and the batch goes on.
+
+An error of the grader's in a worker crosses the pipe as its class name and message
+(`errors.to_doc`) and is rebuilt here: one that every submission would meet (a broken
+assignment: `errors.stops_the_batch`) stops the batch with its own message, any other
+marks that one submission not gradable (`Grading` already retried it once in a fresh
+sandbox where the sandbox failed).
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from typing import Any, Iterator, Sequence
 from grader import interpreter
 from grader.assignment import Assignment
 from grader.discover import Submission
-from grader.errors import InternalError
+from grader.errors import GraderError, InternalError, from_doc, one_line, stops_the_batch, to_doc
 from grader.pipeline import GradeOptions, Grading, ungradable
 from grader.results import SubmissionResult, from_json_dict
 from grader.sandbox import Isolation
@@ -104,43 +110,84 @@ def grade_all(subs: Sequence[Submission], assignment: Assignment, options: Grade
         todo.put(s)
     done: queue.Queue[SubmissionResult | BaseException] = queue.Queue()
     limits = assignment.limits
-    timeout_s = limits.per_submission_s + limits.load_s * 2 + 120
+    # A grading the sandbox failed is done again once (`Grading.ATTEMPTS`), with a restart.
+    timeout_s = Grading.ATTEMPTS * (limits.per_submission_s + limits.load_s * 2) + 120
     threads = [threading.Thread(target=_drive, args=(init, todo, done, assignment, timeout_s),
                                 daemon=True) for _ in range(max(1, min(jobs, len(subs))))]
     for t in threads:
         todo.put(None)
         t.start()
-    for _ in subs:
-        item = done.get()
-        if isinstance(item, BaseException):
-            raise item
-        yield item
+    try:
+        for _ in subs:
+            item = done.get()
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:  # stopped early (an error, a failed write): the workers take no more
+        _drain(todo, len(threads))
+
+
+def _drain(todo: "queue.Queue[Submission | None]", drivers: int) -> None:
+    while True:
+        try:
+            todo.get_nowait()
+        except queue.Empty:
+            break
+    for _ in range(drivers):
+        todo.put(None)
 
 
 def _drive(init: dict[str, Any], todo: "queue.Queue[Submission | None]",
            done: "queue.Queue[SubmissionResult | BaseException]", assignment: Assignment,
            timeout_s: float) -> None:
+    """One worker's loop, in a thread of the pool. Whatever goes wrong here reaches the
+    pool as an error: a thread that died silently would leave the batch waiting."""
+    try:
+        _drive_worker(init, todo, done, assignment, timeout_s)
+    except Exception as exc:  # a bug of ours in the pool itself
+        done.put(InternalError(one_line(f"a grading worker's driver failed: {type(exc).__name__}: {exc}")))
+
+
+def _drive_worker(init: dict[str, Any], todo: "queue.Queue[Submission | None]",
+                  done: "queue.Queue[SubmissionResult | BaseException]", assignment: Assignment,
+                  timeout_s: float) -> None:
     worker: Worker | None = None
     while (sub := todo.get()) is not None:
         if worker is None:
             worker = Worker(init)
-            if worker.ready is None or "error" in worker.ready:
-                why = (worker.ready or {}).get("error", "the grading worker did not start")
-                done.put(InternalError(f"a grading worker could not start: {why}"))
+            if worker.ready is None or "fault" in worker.ready:
+                done.put(_start_failure(worker.ready))
+                worker.kill()
                 return
         reply = worker.grade(sub, timeout_s)
         if reply is None:
             done.put(ungradable(sub, assignment, "the grading worker crashed or hung"))
             worker.kill()
             worker = None
-        elif "error" in reply:
-            done.put(ungradable(sub, assignment, reply["error"]))
-        elif "fatal" in reply:
-            done.put(RuntimeError(reply["fatal"]))
+        elif "fault" in reply:
+            error = from_doc(reply["fault"])
+            if stops_the_batch(error):
+                done.put(error)
+                break
+            done.put(ungradable(sub, assignment, _reason(error)))
         else:
             done.put(from_json_dict(reply["result"]))
     if worker is not None:
         worker.close()
+
+
+def _start_failure(ready: dict[str, Any] | None) -> GraderError:
+    if ready is None:
+        return InternalError("a grading worker could not start (it exited or hung)")
+    error = from_doc(ready["fault"])
+    if stops_the_batch(error):
+        return error  # a broken assignment: its own message, exit 2
+    return InternalError(f"a grading worker could not start: {_reason(error)}")
+
+
+def _reason(error: GraderError) -> str:
+    """One line for a not-gradable result: the error's class and message."""
+    return one_line(f"{type(error).__name__}: {error}")
 
 
 def main() -> None:
@@ -153,25 +200,39 @@ def main() -> None:
     from grader.sandbox import Sandbox
 
     init = json.loads(inp.readline())
+    sandbox: Sandbox | None = None
     try:
         a = assignment_mod.load(Path(init["assignment"]))
         sandbox = Sandbox(Isolation(init["isolation"]), a.limits, hidden=(a.root,))
         sandbox.launch()  # the zygote imports torch while this process does the same
         _warm_imports()
         grading = Grading(a, sandbox, GradeOptions(**init["options"]))  # collects the tests
-        sandbox.wait_ready()
+        sandbox.ready_or_restart()
     except Exception as exc:
-        out.write(json.dumps({"error": f"{type(exc).__name__}: {exc}"}) + "\n")
+        if sandbox is not None:
+            sandbox.stop()
+        _answer(out, {"fault": to_doc(exc)})
         return
     gc.freeze()  # torch's module objects never die: keep the collector off them
-    out.write(json.dumps({"ready": True, "sandbox": sandbox.level.value if sandbox.level else ""}) + "\n")
+    ready = _answer(out, {"ready": True, "sandbox": sandbox.level.value if sandbox.level else ""})
     try:
-        for line in inp:
-            out.write(json.dumps(_grade_line(line, grading)) + "\n")
+        for line in inp if ready else ():
+            if not _answer(out, _grade_line(line, grading)):
+                break
     finally:
         sandbox.stop()
-    out.flush()
     os._exit(0)  # skip the interpreter's teardown of torch (~0.5 s): nothing is left to do
+
+
+def _answer(out: Any, doc: dict[str, Any]) -> bool:
+    """Send one line to the pool; False when the pool is gone (it stopped early, on an
+    error of its own: nobody is left to answer, and that is not this worker's error)."""
+    try:
+        out.write(json.dumps(doc) + "\n")
+        out.flush()
+    except (BrokenPipeError, ConnectionResetError):
+        return False
+    return True
 
 
 def _warm_imports() -> None:
@@ -184,16 +245,15 @@ def _warm_imports() -> None:
 
 
 def _grade_line(line: str, grading: Grading) -> dict[str, Any]:
-    from grader.errors import AssignmentError
+    """One submission's answer: {"result": ...}, or {"fault": {"class", "message"}} for an
+    error of the grader's (the parent rebuilds it: `errors.from_doc`)."""
     from grader.results import to_json_dict
 
     sub = submission_from(json.loads(line)["submission"])
     try:
         return {"result": to_json_dict(grading.grade(sub))}
-    except AssignmentError as exc:
-        return {"fatal": str(exc)}
-    except Exception as exc:  # a bug of ours: this submission is ungradable
-        return {"error": f"{type(exc).__name__}: {exc}"}
+    except Exception as exc:  # ours (a GraderError), or a bug of ours: never the student's
+        return {"fault": to_doc(exc)}
 
 
 if __name__ == "__main__":

@@ -110,8 +110,9 @@ def main(control_fd: int, config: dict[str, Any] | None = None) -> None:
     # here; sticky and not listable, so none can see or remove another's.
     os.chmod(tmp_root, 0o1733 if strategy in ("setuid-userns",) else 0o711)
     children: dict[int, tuple[str, int | None, int | None]] = {}
-    wire.send_frame(control, {"ready": True, "pid": os.getpid(), "strategy": strategy})
-    while True:
+    # False: the sandbox was stopped before this was ready; nobody to serve.
+    serving = _reply(control, {"ready": True, "pid": os.getpid(), "strategy": strategy})
+    while serving:
         try:
             msg, fds, _flags, _addr = socket.recv_fds(control, 1 << 16, 2)
         except (EOFError, ConnectionError):
@@ -128,7 +129,8 @@ def main(control_fd: int, config: dict[str, Any] | None = None) -> None:
             children[pid] = (workdir, uid, inner)
             for fd in fds:
                 os.close(fd)
-            wire.send_frame(control, {"pid": pid})
+            if not _reply(control, {"pid": pid}):
+                break
         elif request.get("op") == "kill":
             pid = int(request["pid"])
             workdir, uid, inner = children.pop(pid, ("", None, None))
@@ -139,11 +141,13 @@ def main(control_fd: int, config: dict[str, Any] | None = None) -> None:
             if workdir:
                 shutil.rmtree(workdir, ignore_errors=True)
             _reap_orphans(children)
-            wire.send_frame(control, {"status": status, "cpu_s": round(_children_cpu() - cpu_before, 4)})
+            if not _reply(control, {"status": status, "cpu_s": round(_children_cpu() - cpu_before, 4)}):
+                break
         else:
             for fd in fds:
                 os.close(fd)
-            wire.send_frame(control, {"error": "bad request"})
+            if not _reply(control, {"error": "bad request"}):
+                break
     for pid, (workdir, uid, inner) in children.items():
         _kill(pid, _exited.pop(pid, None), inner)
         if uid is not None:
@@ -154,6 +158,16 @@ def main(control_fd: int, config: dict[str, Any] | None = None) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
+
+
+def _reply(control: socket.socket, doc: dict[str, Any]) -> bool:
+    """Answer the sandbox; False when it is gone (stopped, or its process died): then
+    this zygote cleans up and exits, without a traceback on the grader's stderr."""
+    try:
+        wire.send_frame(control, doc)
+    except OSError:
+        return False
+    return True
 
 
 def _parse(msg: bytes) -> dict[str, Any]:

@@ -7,15 +7,18 @@ attend. Nothing here looks at tensor values to decide what to do, so every funct
 also runs on the `meta` device (shape checks only; a query row with every key masked
 gets uniform weights instead of an error).
 
-`map_state_dict` and `seeded_module` are for the hidden tests, not for students: the
-first copies a reference module's weights into a submission's `state_dict()`, whichever
-of the contract's three projection layouts it uses; the second builds a reference module
-with deterministic weights.
+`map_state_dict`, `weights_for` and `seeded_module` are for the hidden tests, not for
+students: the first copies a reference module's weights into a submission's
+`state_dict()`, whichever of the contract's three projection layouts it uses; the second
+does so for a submission's module, also under every other name it gives the same
+tensors; the third builds a reference module with deterministic weights.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from typing import Any
 
 import torch
 from torch import nn
@@ -27,6 +30,7 @@ __all__ = [
     "MultiHeadSelfAttention",
     "sdpa_attention",
     "map_state_dict",
+    "weights_for",
     "seeded_module",
     "LAYOUTS",
 ]
@@ -187,33 +191,90 @@ def seeded_module(embed_dim: int, num_heads: int, seed: int = 0) -> MultiHeadSel
     return module.eval()
 
 
-def _find_key(keys: list[str], layer: str, param: str) -> str | None:
-    """The key of `layer.param`, at the top level or under one submodule prefix."""
+def _find_key(
+    keys: list[str], layer: str, param: str, shared: Sequence[Sequence[str]] = ()
+) -> str | None:
+    """The key of `layer.param`, at the top level or under one submodule prefix (or
+    several prefixes that all name the same tensor)."""
     exact = f"{layer}.{param}"
     if exact in keys:
         return exact
     nested = [key for key in keys if key.endswith("." + exact)]
-    return nested[0] if len(nested) == 1 else None
+    if len(nested) == 1:
+        return nested[0]
+    if nested and any(set(nested) <= set(group) for group in shared):
+        return nested[0]  # one tensor under several prefixes
+    return None
 
 
-def _layout_of(keys: list[str]) -> str | None:
+def _layout_of(keys: list[str], shared: Sequence[Sequence[str]] = ()) -> str | None:
     for name, layers in LAYOUTS.items():
-        if all(_find_key(keys, layer, "weight") for layer in layers):
+        if all(_find_key(keys, layer, "weight", shared) for layer in layers):
             return name
     return None
 
 
+def weights_for(module: Any, reference_module: MultiHeadSelfAttention) -> dict[str, torch.Tensor]:
+    """The state dict that gives a submission's `module` (the `student` fixture's object)
+    `reference_module`'s projections: `map_state_dict` of its state, with every other
+    name of the same tensors (a layer registered twice, `self.in_proj = self.qkv`, as
+    weight-tying code does) given the same values, so a stale alias loaded last cannot
+    undo them. Load it with `module.load_state_dict(...)`."""
+    state = module.state_dict()
+    return map_state_dict(state, reference_module, shared_entries(module, state))
+
+
+def shared_entries(module: Any, state: dict[str, torch.Tensor]) -> list[tuple[str, ...]]:
+    """Groups of `state`'s keys that name one tensor of `module`, found through the
+    module's own `load_state_dict`: each floating entry is loaded with a value of its
+    own, and the keys that read back the same value share their storage (the last one
+    loaded wins for all of them). Only asked when the keys are not exactly one
+    layout's: a module with just its projections has nothing to share."""
+    floating = [k for k, v in state.items() if torch.is_tensor(v) and v.is_floating_point()]
+    if set(floating) in _LAYOUT_KEYS:
+        return []
+    probe = dict(state)
+    for i, key in enumerate(floating):
+        probe[key] = torch.full_like(state[key], float(i + 1))
+    module.load_state_dict(probe)
+    back = module.state_dict()
+    groups: dict[float, list[str]] = {}
+    for key in floating:
+        marker = _constant(back.get(key))
+        if marker is not None:
+            groups.setdefault(marker, []).append(key)
+    return [tuple(keys) for keys in groups.values() if len(keys) > 1]
+
+
+def _constant(value: object) -> float | None:
+    """The one value every element of a tensor holds, else None."""
+    if not torch.is_tensor(value) or value.numel() == 0:
+        return None
+    first = value.flatten()[0]
+    return float(first) if bool((value == first).all()) else None
+
+
+_LAYOUT_KEYS = [
+    {f"{layer}.{param}" for layer in layers for param in ("weight", "bias")}
+    for layers in LAYOUTS.values()
+]
+
+
 def map_state_dict(
-    student_state: dict[str, torch.Tensor], reference_module: MultiHeadSelfAttention
+    student_state: dict[str, torch.Tensor],
+    reference_module: MultiHeadSelfAttention,
+    shared: Sequence[Sequence[str]] = (),
 ) -> dict[str, torch.Tensor]:
     """`student_state` with its projections replaced by `reference_module`'s weights.
 
     The layout is read from the keys (`qkv`+`out_proj`, `W_q..W_o`, or
-    `q_proj..out_proj`); every other entry (buffers, extra parameters) is kept as is.
+    `q_proj..out_proj`); every other entry (buffers, extra parameters) is kept as is,
+    except the keys `shared` groups with a projection's (other names of the same
+    tensor, see `shared_entries`), which get its new value too.
     Raises ValueError with a message for the student when no layout fits.
     """
     keys = list(student_state)
-    layout = _layout_of(keys)
+    layout = _layout_of(keys, shared)
     if layout is None:
         shown = ", ".join(keys[:12]) or "nothing"
         raise ValueError(
@@ -233,9 +294,10 @@ def map_state_dict(
         values = dict(zip(names, [(w_q, b_q), (w_k, b_k), (w_v, b_v), (w_o, b_o)], strict=True))
 
     mapped = dict(student_state)
+    replaced: list[str] = []
     for layer, (weight, bias) in values.items():
         for param, value in (("weight", weight), ("bias", bias)):
-            key = _find_key(keys, layer, param)
+            key = _find_key(keys, layer, param, shared)
             if key is None:
                 raise ValueError(
                     f"{layer} has no {param}: the projections must be nn.Linear with bias."
@@ -247,4 +309,10 @@ def map_state_dict(
                     f" for embed_dim={E}."
                 )
             mapped[key] = value.to(device=own.device, dtype=own.dtype).clone()
+            replaced.append(key)
+    for group in shared:
+        sources = [key for key in group if key in replaced]
+        if len(sources) == 1:  # two projections in one tensor is the module's own bug
+            for key in group:
+                mapped[key] = mapped[sources[0]].clone()
     return mapped

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from result_samples import EXERCISE_IDS, all_samples, buggy, evil, full_marks, grader_failure
 
+from grader.errors import OutputError
 from grader.export import (
     csv_safe,
     write_grades_csv,
@@ -68,7 +69,7 @@ def test_write_is_atomic_and_leaves_no_temp_files(
         raise OSError("disk full")
 
     monkeypatch.setattr("grader.export.os.replace", broken_replace)
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(OutputError, match="cannot write .*result.json: disk full"):
         write_result_json(buggy(), path)
     assert path.read_text() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["result.json"]

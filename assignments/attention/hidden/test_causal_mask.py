@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from grader.testing import assert_close, fail, heatmap_panel
+from grader.testing import assert_close, fail, heatmap_panel, show_figures
 
 E, H = 32, 4
 B, T = 2, 5
@@ -37,7 +37,7 @@ def _paired(student: Any, reference: Any, device: torch.device) -> tuple[Any, An
     mine.to(str(device))
     mine.eval()
     try:
-        mapped = reference.map_state_dict(mine.state_dict(), ref)
+        mapped = reference.weights_for(mine, ref)
     except ValueError as exc:
         fail(str(exc))
     mine.load_state_dict(mapped)
@@ -294,3 +294,21 @@ def test_padding_and_causal_match_reference(student, reference, device, feedback
     _judge_masked(mine, ref, x, {"attention_mask": mask, "causal": True},
                   _key_mask(PAD_MASK) & TRIL, PAD_MASK, feedback,
                   "a key may be attended only where both masks allow it (padding & causal).")
+
+
+TOKENS = ["The", "cat", "sat", "on", "the", "mat"]
+NO_PLOT = ("no figure of yours: define `plot_attention(attn_weights, tokens, head=0)` as in the "
+           "lesson's section 7 (Visualize Attention) to see your own weights drawn here")
+
+
+def test_plot_attention(student, device, feedback):
+    """your plot_attention, drawn on your causal weights (not graded: for you to look at)"""
+    def plot() -> None:
+        mine = student.MultiHeadSelfAttention(E, H, dropout_p=0.0)
+        mine.to(str(device))
+        mine.eval()
+        _, w = _pair(mine(_randn(1, len(TOKENS), E, seed=5, device=device), causal=True))
+        student.plot_attention(w.detach().cpu(), TOKENS, head=0)
+
+    show_figures(student, feedback, plot if "plot_attention" in student else None, NO_PLOT)
+

@@ -35,7 +35,7 @@ def _paired(student: Any, reference: Any, device: torch.device) -> tuple[Any, An
     mine.to(str(device))
     mine.eval()
     try:
-        mapped = reference.map_state_dict(mine.state_dict(), ref)
+        mapped = reference.weights_for(mine, ref)
     except ValueError as exc:
         fail(str(exc))
     mine.load_state_dict(mapped)
