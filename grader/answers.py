@@ -23,15 +23,14 @@ exact    text compared ignoring case, accents, spaces, quotes and backticks; num
          "[2, 5, 64]", "(2, 5, 64)", "torch.Size([2, 5, 64])", "2, 5, 64", "2 x 5 x 64".
          Key: `answer`, optional `accept: [...]` alternatives.
 choice   one of the question's `choices` (same normalisation as exact). Key: `answer`.
-text     free text (a number or a list of lines is read as text). Key: `rubric`, a list
-         of {points, concept, any: [...], all: [...], none: [...]}: an item scores when
-         one `any` term, every `all` term and no `none` term occurs. Terms are Python
-         regular expressions matched case-insensitively on the answer with accents
-         removed (NFD, combining marks dropped, đ -> d), so "tương lai" in the key
-         matches "tuong lai" and "TƯƠNG LAI"; each top-level `|` branch that starts or
-         ends with a letter or digit matches whole words there ("pad" does not match
-         "keypad"; write "pad\\w*" for "padding"). The score is the sum of matched
-         items, capped at the question's points. An empty answer scores 0.
+text     free text (a number or a list of lines is read as text). Key: `rubric`, a list of
+         items {points, concept, subject, accept, reject, topic, all}, one per key point,
+         scored by `grader.answers_rubric`: an item scores when its point is said of its
+         subject and not turned around by a negation or contradicted by a `reject` wording.
+         Patterns match case- and accent-insensitively ("tương lai" matches "tuong lai").
+         Every text result carries `needs_review` (True: the score is provisional, and the
+         message says a person will review it) and a `Review` (concepts found and missed,
+         reasons for the flag). An empty answer scores 0 and needs no review.
 manual   collected as text, scored 0 until the instructor scores it.
 
 A missing, empty or malformed answer scores 0 with a message that names the key to
@@ -43,14 +42,12 @@ the rubric's concept names.
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 from typing import Any, Callable, Mapping, Sequence
 
 from grader.answer_values import (
     READERS,
-    SUPERSCRIPTS,
     Canon,
     Malformed,
     canon,
@@ -59,7 +56,6 @@ from grader.answer_values import (
     kind_of,
     read_number,
     show,
-    strip_accents,
 )
 from grader.answers_file import (
     MAX_ANSWERS_BYTES,
@@ -69,7 +65,8 @@ from grader.answers_file import (
 )
 from grader.assignment import Question
 from grader.errors import AssignmentError
-from grader.results import TestResult
+from grader.answers_rubric import check_rubric, grade_text
+from grader.results import Review, TestResult
 
 __all__ = [
     "MAX_ANSWERS_BYTES",
@@ -87,6 +84,7 @@ __all__ = [
 
 QUESTION_TYPES = ("numeric", "exact", "choice", "text", "manual")
 _MISSING: Any = object()
+PROVISIONAL = "provisional: your instructor will review this answer."
 _EPS = 1e-9
 
 
@@ -116,56 +114,21 @@ def _grade_choice(chosen: Canon, entry: Mapping[str, Any], q: Question) -> bool:
     return chosen in {canon_scalar(a) for a in [entry["answer"], *entry.get("accept", ())]}
 
 
-@functools.lru_cache(maxsize=1024)
-def _term(term: str) -> re.Pattern[str]:
-    """A rubric term as a regex: accents removed, whole words where a branch starts/ends with one."""
-    branches = []
-    for branch in _top_level_branches(strip_accents(term.translate(SUPERSCRIPTS))):
-        if re.match(r"\w", branch):
-            branch = r"\b" + branch
-        if re.search(r"(?<!\\)\w$", branch):
-            branch += r"\b"
-        branches.append(branch)
-    return re.compile("|".join(branches), re.IGNORECASE)
-
-
-def _top_level_branches(pattern: str) -> list[str]:
-    """Split a regex at the `|`s outside groups and classes: "a|(b|c)" -> ["a", "(b|c)"]."""
-    branches, depth, start, in_class, i = [], 0, 0, False, 0
-    while i < len(pattern):
-        char = pattern[i]
-        if char == "\\":
-            i += 2
-            continue
-        if in_class:
-            in_class = char != "]"
-        elif char == "[":
-            in_class = True
-        elif char in "()":
-            depth += 1 if char == "(" else -1
-        elif char == "|" and depth == 0:
-            branches.append(pattern[start:i])
-            start = i + 1
-        i += 1
-    return [*branches, pattern[start:]]
-
-
-def _item_matches(item: Mapping[str, Any], text: str) -> bool:
-    found = lambda terms: [bool(_term(t).search(text)) for t in terms]  # noqa: E731
-    any_terms, all_terms, none_terms = (item.get(k) or () for k in ("any", "all", "none"))
-    return (not any_terms or any(found(any_terms))) and all(found(all_terms)) and not any(found(none_terms))
-
-
-def _grade_text(text: str, entry: Mapping[str, Any], q: Question) -> tuple[float, str]:
-    folded = fold_text(text)
-    covered = [i for i in entry["rubric"] if _item_matches(i, folded)]
-    missing = [i["concept"] for i in entry["rubric"] if i not in covered]
-    score = min(float(q.points), sum((float(i["points"]) for i in covered), 0.0))
-    names = "; ".join(i["concept"] for i in covered)
-    if score >= q.points - _EPS:
-        return score, f"covers the key points: {names}."
-    said = f"covered: {names}. " if covered else "none of the key points found. "
-    return score, _with_hint(f"{said}missing: {'; '.join(missing)}.", entry)
+def _grade_text(text: str, entry: Mapping[str, Any], q: Question) -> tuple[float, str, Review, bool]:
+    grade = grade_text(text, entry, float(q.points), q.prompt)
+    names = "; ".join(grade.found)
+    if grade.copied:
+        message = _with_hint("the answer repeats the question: write what you think the answer is.", entry)
+    elif grade.score >= q.points - _EPS:
+        message = f"covers the key points: {names}."
+    else:
+        said = f"covered: {names}. " if grade.found else "none of the key points found. "
+        if grade.opposite:
+            said += f"states the opposite of: {'; '.join(grade.opposite)}. "
+        message = _with_hint(f"{said}missing: {'; '.join(grade.missed)}.", entry)
+    if grade.reasons:
+        message = f"{PROVISIONAL} {message}"
+    return grade.score, message, Review(grade.found, grade.missed, grade.reasons), bool(grade.reasons)
 
 
 def _with_hint(message: str, entry: Mapping[str, Any]) -> str:
@@ -180,12 +143,13 @@ _RIGHT_OR_WRONG: dict[str, Callable[[Any, Mapping[str, Any], Question], bool]] =
 }
 
 
-def _grade(q: Question, value: Any, parsed: Any, entry: Mapping[str, Any]) -> tuple[float, str]:
+def _grade(q: Question, value: Any, parsed: Any, entry: Mapping[str, Any]
+           ) -> tuple[float, str, Review | None, bool | None]:
     if q.type == "text":
         return _grade_text(parsed, entry, q)
     if _RIGHT_OR_WRONG[q.type](parsed, entry, q):
-        return float(q.points), "correct."
-    return 0.0, _with_hint(f"answered {show(value)}, which is not the expected answer.", entry)
+        return float(q.points), "correct.", None, None
+    return 0.0, _with_hint(f"answered {show(value)}, which is not the expected answer.", entry), None, None
 
 
 # ----------------------------------------------------------------------- scoring
@@ -234,7 +198,10 @@ def _is_blank(value: Any) -> bool:
     return value is None or (isinstance(value, (list, tuple, Mapping)) and not value)
 
 
-def _result(q: Question, score: float, passed: bool, message: str, check_only: bool) -> TestResult:
+def _result(q: Question, score: float, passed: bool, message: str, check_only: bool,
+            review: Review | None = None, needs_review: bool | None = None) -> TestResult:
+    if q.type == "text" and not check_only and needs_review is None:
+        needs_review = False
     return TestResult(
         name=q.prompt,
         score=0.0 if check_only else float(round(score, 4)),
@@ -244,6 +211,8 @@ def _result(q: Question, score: float, passed: bool, message: str, check_only: b
         outcome="passed" if passed else "failed",
         visibility=q.visibility,
         test_id=f"question:{q.id}",
+        needs_review=needs_review,
+        review=review,
     )
 
 
@@ -251,19 +220,22 @@ def _score_one(q: Question, answers: Mapping[str, Any] | None, key: Mapping[str,
                check_only: bool) -> TestResult:
     value = _MISSING if answers is None else lookup(answers, q.id)
     absent = _absence(q.id, answers, value)
+    # A written answer that is missing, empty or malformed: a certain 0, every concept missed.
+    nothing = (Review(missed=tuple(str(i["concept"]) for i in key[q.id]["rubric"]))
+               if q.type == "text" and not check_only and key is not None else None)
     if absent:
-        return _result(q, 0.0, False, absent, check_only)
+        return _result(q, 0.0, False, absent, check_only, nothing)
     try:
         parsed = READERS[q.type](value, q)
     except Malformed as exc:
-        return _result(q, 0.0, False, f"`{q.id}`: {exc}", check_only)
+        return _result(q, 0.0, False, f"`{q.id}`: {exc}", check_only, nothing)
     if check_only:
         return _result(q, 0.0, True, "present", check_only)
     if q.type == "manual":
         return _result(q, 0.0, False, "answer received; waiting for the instructor's score.", check_only)
     assert key is not None
-    score, message = _grade(q, value, parsed, key[q.id])
-    return _result(q, score, score >= q.points - _EPS, message, check_only)
+    score, message, review, needs_review = _grade(q, value, parsed, key[q.id])
+    return _result(q, score, score >= q.points - _EPS, message, check_only, review, needs_review)
 
 
 def score_questions(
@@ -310,7 +282,7 @@ def check_key(questions: Sequence[Question], key: Mapping[str, Any] | None) -> l
 
 def _check_entry(q: Question, entry: Mapping[str, Any]) -> None:
     if q.type == "text":
-        _check_rubric(q, entry.get("rubric"))
+        check_rubric(entry.get("rubric"), float(q.points))
         return
     if "answer" not in entry:
         raise ValueError("no `answer`")
@@ -330,32 +302,3 @@ def _check_entry(q: Question, entry: Mapping[str, Any]) -> None:
             canon(a)
     elif not q.choices or not {canon_scalar(a) for a in accepted} <= {canon_scalar(c) for c in q.choices}:
         raise ValueError("the answer must be one of the question's choices")
-
-
-def _check_rubric(q: Question, rubric: Any) -> None:
-    if not isinstance(rubric, list) or not rubric:
-        raise ValueError("a text question needs a non-empty `rubric` list")
-    total = 0.0
-    for n, item in enumerate(rubric, 1):
-        if not isinstance(item, Mapping) or not isinstance(item.get("concept"), str):
-            raise ValueError(f"rubric item {n} needs a `concept` name")
-        points = item.get("points")
-        if isinstance(points, bool) or not isinstance(points, (int, float)) or points <= 0:
-            raise ValueError(f"rubric item {n} needs positive `points`")
-        if not (item.get("any") or item.get("all")):
-            raise ValueError(f"rubric item {n} needs `any` or `all` terms")
-        for name in ("any", "all", "none"):
-            terms = item.get(name) or []
-            if not isinstance(terms, list) or not all(isinstance(t, str) and t for t in terms):
-                raise ValueError(f"rubric item {n}: `{name}` must be a list of words or regexes")
-            for t in terms:
-                try:
-                    _term(t)
-                except re.error as exc:
-                    raise ValueError(f"rubric item {n}: {t!r} is not a valid regular expression "
-                                     f"({exc})") from None
-        total += points
-    if total < q.points - _EPS:
-        raise ValueError(f"the rubric's points add up to {total}, less than the question's {q.points}")
-
-

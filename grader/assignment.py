@@ -18,7 +18,8 @@ from typing import Any, Sequence
 import jsonschema
 import yaml
 
-from grader.errors import AssignmentError, AssignmentSchemaError
+from grader.environment import Environment, parse_environment
+from grader.errors import AssignmentError, AssignmentSchemaError, one_line
 from grader.limits import Limits
 
 _SCHEMA_PATH = Path(__file__).parent / "schemas" / "assignment.schema.json"
@@ -87,6 +88,12 @@ class Assignment:
     limits: Limits = Limits()
     starter: tuple[Path, ...] = ()
     """Files students start from (`grader kit` puts them in the kit's `starter/`)."""
+    environment: Environment | None = None
+    """The packages student code may import (`environment:`); None: not declared."""
+    labelled_answers: tuple[Path, ...] = ()
+    """Files of written answers labelled by hand (`labelled_answers:`, one or a list),
+    which `grader validate` scores with the answer key to measure it; instructor only,
+    never in the kit."""
 
     @property
     def root(self) -> Path:
@@ -162,6 +169,8 @@ def load(path: Path, *, require_hidden: bool = True) -> Assignment:
         answers_name=sub.get("answers", "answers.yaml"),
         limits=Limits(**doc.get("limits", {})),
         starter=tuple((root / rel).resolve() for rel in doc.get("starter", ())),
+        environment=_environment(path, doc.get("environment")),
+        labelled_answers=tuple((root / rel).resolve() for rel in _as_list(doc.get("labelled_answers"))),
     )
     _check_files(assignment, require_hidden)
     return assignment
@@ -175,7 +184,23 @@ def _read_yaml(path: Path) -> Any:
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise AssignmentError(f"{path}: not valid YAML: {exc}") from None
+        raise AssignmentError(f"{path}: not valid YAML: {yaml_problem(exc)}") from None
+
+
+def yaml_problem(exc: yaml.YAMLError) -> str:
+    """A YAML parser's error on one line: where it stopped, what it expected, and where
+    the construct it was reading started."""
+    problem = getattr(exc, "problem", None)
+    mark = getattr(exc, "problem_mark", None)
+    if not problem or mark is None:
+        return one_line(str(exc))
+    text = f"line {mark.line + 1}, column {mark.column + 1}: {problem}"
+    context, start = getattr(exc, "context", None), getattr(exc, "context_mark", None)
+    if context and start is not None:
+        text += f" ({context} that starts at line {start.line + 1}, column {start.column + 1})"
+    elif context:
+        text += f" ({context})"
+    return text
 
 
 @lru_cache(maxsize=1)
@@ -223,6 +248,14 @@ def _exercise(root: Path, path: Path, doc: dict[str, Any]) -> Exercise:
     )
 
 
+def _environment(path: Path, doc: dict[str, Any] | None) -> Environment | None:
+    try:
+        return parse_environment(doc)
+    except ValueError as exc:
+        key, _, why = str(exc).partition(": ")
+        raise AssignmentSchemaError(path, f"environment.{key}", why) from None
+
+
 def _visibility(value: Any, today: dt.date | None = None) -> str:
     """`{after: DATE}` is hidden until that date, visible from it."""
     if isinstance(value, dict):
@@ -230,6 +263,10 @@ def _visibility(value: Any, today: dt.date | None = None) -> str:
         date = after if isinstance(after, dt.date) else dt.date.fromisoformat(str(after))
         return "visible" if (today or dt.date.today()) >= date else "hidden"
     return str(value)
+
+
+def _as_list(value: str | list[str] | None) -> list[str]:
+    return [] if not value else [value] if isinstance(value, str) else list(value)
 
 
 def _optional(root: Path, rel: str | None) -> Path | None:
@@ -260,6 +297,7 @@ def _check_files(a: Assignment, require_hidden: bool) -> None:
                                             f"test file {f} does not exist")
     if require_hidden:
         for key, f in (("reference", a.reference), ("answer_key", a.answer_key), ("mutants", a.mutants),
+                       *((f"labelled_answers.{i}", f) for i, f in enumerate(a.labelled_answers)),
                        *((f"starter.{i}", f) for i, f in enumerate(a.starter))):
             if f is not None and not f.is_file():
                 raise AssignmentSchemaError(a.path, key, f"file {f} does not exist")

@@ -5,6 +5,8 @@
     grader check [PATH]        a student's public self-check
     grader validate [A]        prove an assignment's tests catch its mutants
     grader kit [A] --out DIR   what to hand students: public tests, no keys
+    grader environment [A...]  the packages student code may import (--requirements: for pip)
+    grader review              grade written answers by hand on a local page (-> overrides.yaml)
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import TYPE_CHECKING, Sequence
 import click
 
 from grader import assignment as assignment_mod
-from grader.errors import GraderError, UsageError
+from grader.errors import GraderError, UsageError, one_line
 from grader.results import SubmissionResult
 
 if TYPE_CHECKING:
@@ -43,7 +45,7 @@ def _device(choice: str) -> str:
 
 
 def _fail(exc: GraderError) -> None:
-    click.secho(f"grader: {exc}", fg="red", err=True)
+    click.secho(f"grader: {one_line(str(exc))}", fg="red", err=True)
     sys.exit(ExitCode.USAGE if isinstance(exc, UsageError) else ExitCode.GRADER_ERROR)
 
 
@@ -286,14 +288,17 @@ def _require_work(path: Path, a: assignment_mod.Assignment) -> None:
 @click.argument("assignment_arg", required=False)
 @click.option("--sandbox", type=click.Choice(["auto", "bwrap", "process"]), default="auto", show_default=True)
 @click.option("--jobs", type=int, default=None)
-def validate(assignment_arg: str | None, sandbox: str, jobs: int | None) -> None:
-    """Check an assignment: schema, files, key, reference = full marks, mutants caught."""
+@click.option("--answers-only", is_flag=True,
+              help="only the schema, the answer key and its labelled answers; grade no code")
+def validate(assignment_arg: str | None, sandbox: str, jobs: int | None, answers_only: bool) -> None:
+    """Check an assignment: schema, files, key, labelled answers, reference = full marks,
+    mutants caught."""
     from grader.sandbox import Isolation
     from grader.validate import validate_assignment
 
     try:
         a = assignment_mod.load(assignment_mod.resolve(assignment_arg, Path.cwd()))
-        report = validate_assignment(a, Isolation(sandbox), jobs or os.cpu_count() or 1)
+        report = validate_assignment(a, Isolation(sandbox), jobs or os.cpu_count() or 1, answers_only)
     except GraderError as exc:
         _fail(exc)
         return
@@ -323,6 +328,61 @@ def kit(assignment_arg: str | None, out: Path) -> None:
         return
     for p in written:
         click.echo(f"wrote {p}")
+
+
+@main.command()
+@click.argument("assignment_args", nargs=-1)
+@click.option("--requirements", is_flag=True,
+              help="print only the requirements, one per line, for `pip install`")
+def environment(assignment_args: tuple[str, ...], requirements: bool) -> None:
+    """The packages student code may import (each assignment's `environment:`), and
+    whether they are installed here; exit 1 when one is missing or of another version."""
+    from grader.environment import installed_problems, merged_requirements
+
+    try:
+        found = [assignment_mod.load(assignment_mod.resolve(arg, Path.cwd()), require_hidden=False)
+                 for arg in (assignment_args or (None,))]
+        envs = [a.environment for a in found if a.environment is not None]
+        wanted = merged_requirements(envs)
+    except (GraderError, ValueError) as exc:
+        _fail(exc if isinstance(exc, GraderError) else UsageError(str(exc)))
+        return
+    if requirements:
+        for line in wanted:
+            click.echo(line)
+        return
+    if not wanted:
+        click.echo("no environment declared: student code may import whatever grader's Python has")
+    lines, problems = installed_problems(wanted)
+    for line in lines:
+        click.echo(line)
+    for p in problems:
+        click.secho(f"  - {p}", fg="red")
+    sys.exit(ExitCode.TESTS_FAILED if problems else ExitCode.OK)
+
+
+@main.command()
+@click.option("--out", type=click.Path(path_type=Path), default=Path("reports"), show_default=True,
+              help="the reports folder `grader grade` wrote")
+@click.option("--submissions", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="the folder `grader grade` graded: each student's answers.yaml gives the "
+                   "answers' text (result.json does not keep it)")
+@click.option("--overrides", "overrides_path", type=click.Path(path_type=Path, dir_okay=False),
+              default=None, help="where decisions are saved [default: overrides.yaml next to --out]")
+@click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True,
+              help="the port on 127.0.0.1 (0: any free one)")
+@click.option("--no-browser", is_flag=True, help="only print the address, do not open a browser")
+def review(out: Path, submissions: Path | None, overrides_path: Path | None, port: int,
+           no_browser: bool) -> None:
+    """Grade the class's written answers by hand, each kind once, on a local page; every
+    decision goes to overrides.yaml and the reports are rendered again. Runs no student code."""
+    from grader.review import serve
+
+    try:
+        serve(out, overrides_path or out.resolve().parent / "overrides.yaml", submissions, port,
+              not no_browser, click.echo)
+    except GraderError as exc:
+        _fail(exc)
 
 
 def entry() -> None:

@@ -13,8 +13,9 @@ How an override is recorded, so that the original stays in result.json and apply
 same file twice gives the same result (every application starts from the originals):
 
 - on a test or question: its score, passed and outcome change, its message becomes
-  "overridden by the instructor: <comment>", and a `note` evidence holds the override
-  and the original fields (`data["override"]`);
+  "overridden by the instructor: <comment>", a written answer's `needs_review` becomes
+  false (a person has decided), and a `note` evidence holds the override and the
+  original fields (`data["override"]`);
 - on an exercise: a zero-point entry `override:<exercise id>` is added to its tests
   ("Instructor's grade for this exercise"), whose score is the difference between the
   instructor's points and the automatic ones; its note holds the override.
@@ -194,12 +195,15 @@ def _override_test(t: TestResult, o: Override, automatic: Mapping[str, Any]) -> 
     passed = points >= t.max_score - EPS
     outcome = "passed" if passed else ("failed" if t.outcome == "passed" else t.outcome)
     original = {"score": float(t.score), "passed": t.passed, "outcome": t.outcome, "message": t.message}
+    if t.needs_review is not None:  # a person has now decided: no longer waiting for review
+        original["needs_review"] = t.needs_review
     record = {"key": o.key, "points": float(o.points), "applied": points, "comment": o.comment,
               "original": original, "exercise": dict(automatic)}
     was = f"automatic score {_pts(t.score)}/{_pts(t.max_score)}"
     text = f"{was}: {t.message}" if t.message else was
     return dataclasses.replace(
         t, score=round(points, 6), passed=passed, outcome=outcome, message=_message(o),
+        needs_review=False if t.needs_review is not None else None,
         evidence=t.evidence + (Evidence("note", {"text": text, "override": record}),))
 
 
@@ -264,6 +268,7 @@ def _restore_test(t: TestResult) -> TestResult:
     evidence = tuple(ev for ev in t.evidence if not (ev.kind == "note" and "override" in ev.data))
     return dataclasses.replace(t, score=float(original["score"]), passed=bool(original["passed"]),
                                outcome=str(original["outcome"]), message=str(original["message"]),
+                               needs_review=original.get("needs_review", t.needs_review),
                                evidence=evidence)
 
 

@@ -3,8 +3,9 @@
 Jinja2 renders everything with autoescape on. The only text not escaped is our own: the
 stylesheet (included from the templates) and the sort script, whose hash the page's
 Content-Security-Policy names, so no other script can run even if escaping were
-bypassed. Pictures are inline SVG drawn from numbers (`grader.charts`); a page makes
-no request of any kind.
+bypassed. Pictures are inline SVG drawn from numbers (`grader.charts`), and the
+student's own figures `<img>`s whose `src` is a `data:image/png` URI of bytes checked to
+be a PNG (`grader.figures`); a page makes no request of any kind.
 """
 
 from __future__ import annotations
@@ -41,12 +42,13 @@ from grader.formatting import (
 from grader.results import (
     Evidence,
     ExerciseResult,
+    Figure,
     Status,
     SubmissionResult,
     TestResult,
 )
 
-__all__ = ["render_index", "render_report"]
+__all__ = ["render_index", "render_report", "review_queue"]
 
 TEMPLATES = Path(__file__).with_name("templates")
 NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?", re.IGNORECASE)
@@ -96,6 +98,8 @@ class TestView:
     test: TestResult
     show_name: bool
     evidence: tuple[EvidenceView, ...]
+    figures: tuple[Figure, ...] = ()
+    """The student's own figures, shown as data: images (checked PNGs, see figures.py)."""
 
 
 @dataclass(frozen=True)
@@ -154,7 +158,7 @@ def _exercise_view(ex: ExerciseResult, uids: Iterator[int]) -> ExerciseView:
     for t in ex.tests:  # a visibility we do not know is treated as hidden: never leak
         if t.visibility == "visible":
             evidence = tuple(_evidence_view(e, uids) for e in t.evidence)
-            shown.append(TestView(t, show_name=True, evidence=evidence))
+            shown.append(TestView(t, show_name=True, evidence=evidence, figures=t.figures))
         elif t.visibility == "message_only":
             shown.append(TestView(t, show_name=False, evidence=()))
         else:
@@ -302,4 +306,44 @@ def render_index(
         rows=[_student_row(r, ids, href(r.student)) for r in ordered],
         script=script,
         script_src=script_src,
+        review=review_queue(graded),
     )
+
+
+# ------------------------------------------------------- written answers to review
+
+
+@dataclass(frozen=True)
+class QuestionQueue:
+    id: str
+    """The question id (`quiz.q3`), the test id without `question:`."""
+    prompt: str
+    waiting: int
+    """Answers a person still has to review (`needs_review`)."""
+    answers: int
+
+
+@dataclass(frozen=True)
+class ReviewQueue:
+    waiting: int
+    answers: int
+    questions: tuple[QuestionQueue, ...]
+
+
+def review_queue(results: Sequence[SubmissionResult]) -> ReviewQueue | None:
+    """How many written answers wait for a person, in all and per question (`grader
+    review` serves them); None when no result has a written answer (`needs_review` is
+    set on those only)."""
+    per: dict[str, list[TestResult]] = {}
+    for r in results:
+        for ex in r.exercises:
+            for t in ex.tests:
+                if t.needs_review is not None:
+                    per.setdefault(t.test_id.removeprefix("question:"), []).append(t)
+    if not per:
+        return None
+    questions = tuple(
+        QuestionQueue(qid, tests[0].name, sum(bool(t.needs_review) for t in tests), len(tests))
+        for qid, tests in per.items()
+    )
+    return ReviewQueue(sum(q.waiting for q in questions), sum(q.answers for q in questions), questions)

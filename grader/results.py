@@ -38,6 +38,35 @@ class Evidence:
 
 
 @dataclass(frozen=True)
+class Figure:
+    """A picture the student's own code drew (a notebook cell's plot, a `plot_*`
+    function the test called), checked to be a PNG by `grader.figures`. result.json
+    keeps its bytes as base64; report.html shows it as a data: image under its test."""
+
+    png_base64: str
+    width: int
+    height: int
+    source: str = ""
+    """Where it was drawn: "cell 8", "attention.py", "plot_attention(...)"."""
+
+    @property
+    def data_uri(self) -> str:
+        return "data:image/png;base64," + self.png_base64
+
+
+@dataclass(frozen=True)
+class Review:
+    """How sure the grader is of a written answer's score, and why not (see `needs_review`).
+
+    `found` and `missed` name the rubric's concepts the answer did and did not state;
+    `reasons` say in plain words why a person should look at it (empty when none)."""
+
+    found: tuple[str, ...] = ()
+    missed: tuple[str, ...] = ()
+    reasons: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class TestResult:
     name: str
     """What was checked, in plain words (a test's docstring, or a question's prompt)."""
@@ -55,6 +84,14 @@ class TestResult:
     """Stable id: `file.py::function` for tests, `question:<id>` for answers."""
     evidence: tuple[Evidence, ...] = ()
     duration_s: float = 0.0
+    figures: tuple[Figure, ...] = ()
+    """The student's own figures this test showed (see `grader.figures`)."""
+    needs_review: bool | None = None
+    """Written answers (question type `text`) only, always True or False there: True when
+    the grader is unsure and `score` is provisional until a person reviews it. None for
+    every other test (and then absent from result.json)."""
+    review: Review | None = None
+    """Written answers only: the concepts found and missed and the reasons for a flag."""
 
 
 @dataclass(frozen=True)
@@ -119,6 +156,11 @@ class SubmissionResult:
     """False when the *grader* failed (a bug of ours, a broken assignment): such a
     result is not a zero for the student and is flagged in the overview."""
 
+    @property
+    def needs_review_count(self) -> int:
+        """How many written answers wait for a person's review (see `TestResult.needs_review`)."""
+        return needs_review_count(self)
+
     def exercise(self, exercise_id: str) -> ExerciseResult:
         for ex in self.exercises:
             if ex.id == exercise_id:
@@ -154,7 +196,17 @@ def to_json_dict(result: SubmissionResult) -> dict[str, Any]:
 def _exercise_doc(ex: ExerciseResult) -> dict[str, Any]:
     doc = asdict(ex)
     doc["status"] = ex.status.value
+    for test in doc["tests"]:
+        # The contract's `needs_review` belongs to written answers only: absent elsewhere.
+        for key in ("needs_review", "review"):
+            if test.get(key) is None:
+                test.pop(key, None)
     return doc
+
+
+def needs_review_count(result: SubmissionResult) -> int:
+    """How many of the submission's written answers wait for a person's review."""
+    return sum(1 for ex in result.exercises for t in ex.tests if t.needs_review)
 
 
 def from_json_dict(doc: dict[str, Any]) -> SubmissionResult:
@@ -169,8 +221,10 @@ def from_json_dict(doc: dict[str, Any]) -> SubmissionResult:
             message=e.get("message", ""),
             tests=tuple(
                 TestResult(
-                    **{k: v for k, v in t.items() if k != "evidence"},
+                    **{k: v for k, v in t.items() if k not in ("evidence", "figures", "review")},
                     evidence=tuple(Evidence(**ev) for ev in t.get("evidence", ())),
+                    figures=_figures(t.get("figures", ())),
+                    review=_review(t.get("review")),
                 )
                 for t in e["tests"]
             ),
@@ -197,3 +251,19 @@ def from_json_dict(doc: dict[str, Any]) -> SubmissionResult:
         provenance=Provenance(**prov) if prov else None,
         gradable=doc.get("gradable", True),
     )
+
+
+def _figures(docs: Any) -> tuple[Figure, ...]:
+    """Figures as result.json stores them, each checked again (one that is no longer a
+    PNG is dropped: the report shows nothing rather than something unchecked)."""
+    from grader.figures import figure_from_doc
+
+    found = (figure_from_doc(d) for d in (docs if isinstance(docs, list) else ()))
+    return tuple(f for f in found if f is not None)
+
+
+def _review(doc: Any) -> Review | None:
+    """A written answer's review block as result.json stores it (None when absent)."""
+    if not isinstance(doc, dict):
+        return None
+    return Review(**{k: tuple(str(x) for x in doc.get(k) or ()) for k in ("found", "missed", "reasons")})

@@ -1,6 +1,7 @@
 """`grader validate`: prove an assignment can tell right from wrong.
 
-The reference graded as a submission must get full marks, an empty submission 0, each
+Every package of the assignment's `environment:` must import in the sandbox, the
+reference graded as a submission must get full marks, an empty submission 0, each
 starter (the module and notebook `grader kit` hands out) must load cleanly and score 0,
 and every mutant (a small buggy variant of the reference, declared in the YAML with the
 exercises it must lose points in) must lose points in exactly those exercises. A
@@ -20,10 +21,13 @@ import yaml
 from grader.answers import check_key
 from grader.assignment import Assignment
 from grader.discover import discover
+from grader.environment import PROBE_RESULT, probe_problems, probe_source
 from grader.errors import AssignmentSchemaError
 from grader.pipeline import GradeOptions, answer_key
 from grader.results import SubmissionResult
-from grader.sandbox import Isolation
+from grader.proxy import Connection, Student, StudentProblem
+from grader.sandbox import Isolation, Sandbox
+from grader.validate_answers import check_labelled
 from grader.workers import grade_all
 
 SOLUTION_ANSWERS = "solution/answers.yaml"
@@ -93,10 +97,21 @@ def _apply_edits(source: str, edits: list[dict[str, str]], path: Path, where: st
     return source
 
 
-def validate_assignment(a: Assignment, isolation: Isolation, jobs: int) -> ValidationReport:
+def validate_assignment(a: Assignment, isolation: Isolation, jobs: int,
+                        answers_only: bool = False) -> ValidationReport:
+    """With `answers_only`, only the schema, the answer key and the labelled answers."""
     report = ValidationReport()
-    report.problems += [f"answer key: {p}" for p in check_key(a.questions, answer_key(a.answer_key))]
+    key = answer_key(a.answer_key)
+    key_problems = check_key(a.questions, key)
+    report.problems += [f"answer key: {p}" for p in key_problems]
     report.lines.append(f"schema and files: ok ({len(a.exercises)} exercises, {a.max_score:g} points)")
+    if a.labelled_answers and not key_problems:
+        lines, problems = check_labelled(a.labelled_answers, a.questions, key)
+        report.lines += lines
+        report.problems += problems
+    if answers_only:
+        return report
+    _probe_environment(a, isolation, report)
     mutants = load_mutants(a)
     if a.reference is None:
         report.problems.append("no reference: set `reference:` in the YAML")
@@ -118,6 +133,31 @@ def validate_assignment(a: Assignment, isolation: Isolation, jobs: int) -> Valid
     for m in mutants:
         _judge_mutant(m, results[f"mutant-{m.name}"], report)
     return report
+
+
+def _probe_environment(a: Assignment, isolation: Isolation, report: ValidationReport) -> None:
+    """Every package the assignment declares must import where student code runs: in a
+    child of the real sandbox (read-only runtime, no network), not in this process."""
+    env = a.environment
+    if env is None:
+        report.lines.append("environment: not declared (student code may import whatever "
+                            "grader's Python has)")
+        return
+    name = "environment_probe.py"
+    request = {"op": "load", "kind": "module", "source": probe_source(env), "filename": name}
+    found = None
+    with Sandbox(isolation, a.limits, prewarm=False, spare=False, hidden=(a.root,)) as box:
+        connection = Connection(box, request, a.limits, name, env)
+        try:
+            found = getattr(Student(connection), PROBE_RESULT).value()
+        except StudentProblem as exc:
+            report.problems.append(f"environment: the import check failed in the sandbox: {exc}")
+        finally:
+            connection.close()
+    lines, problems = probe_problems(env, found)
+    if lines:
+        report.lines.append("environment, imported in the sandbox: " + ", ".join(lines))
+    report.problems += problems
 
 
 def _make_submission(folder: Path, source: str, a: Assignment, answers: Path | None) -> None:

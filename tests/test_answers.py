@@ -134,7 +134,8 @@ def test_partial_example_gets_partial_credit() -> None:
     assert "`shape_reading.dtype` is empty" in results["shape_reading.dtype"].message
     assert "add `q7: <your answer>` under `quiz:`" in results["quiz.q7"].message
     q1 = results["quiz.q1"].message
-    assert q1.startswith("covered: the Query") and "missing: the Value" in q1
+    assert results["quiz.q1"].needs_review  # partial credit is a person's call
+    assert q1.startswith(f"{PROVISIONAL} covered: the Query") and "missing: the Value" in q1
 
 
 # ------------------------------------------------------------------ quiz paraphrases
@@ -261,7 +262,7 @@ def test_partial_answers_get_partial_credit(question_id: str, answer: str, score
 
 def test_text_messages_name_covered_and_missing_concepts() -> None:
     message = _one("quiz.q2", "Otherwise softmax saturates.").message
-    assert message.startswith("covered: otherwise softmax saturates")
+    assert message.startswith(f"{PROVISIONAL} covered: otherwise softmax saturates")
     assert "missing: dot products grow with head_dim" in message
     assert "Hint: What happens to softmax" in message
 
@@ -433,7 +434,10 @@ def test_grading_without_a_key_is_an_assignment_error() -> None:
     ({"rubric": []}, "non-empty `rubric`"),
     ({"rubric": [{"points": 1, "concept": "c", "any": ["("]}]}, "'(' is not a valid regular expression"),
     ({"rubric": [{"points": 0.5, "concept": "c", "any": ["x"]}]}, "add up to 0.5"),
-    ({"rubric": [{"points": 1, "concept": "c"}]}, "needs `any` or `all`"),
+    ({"rubric": [{"points": 1, "concept": "c"}]}, "needs `accept` (or `any` or `all`)"),
+    ({"rubric": [{"points": 1, "concept": "c", "acept": ["x"], "any": ["x"]}]}, "unknown field(s) ['acept']"),
+    ({"rubric": [{"points": 1, "concept": "c", "accept": ["x"], "reject": ["a ... ("]}]}, "not a valid regular"),
+    ({"rubric": [{"points": 1, "concept": "c", "accept": ["x"], "subject": "y"}]}, "`subject` must be a list"),
 ])
 def test_check_key_finds_broken_rubrics(entry: dict[str, Any], problem: str) -> None:
     problems = check_key([BY_ID["quiz.q3"]], {"quiz.q3": entry})
@@ -538,3 +542,173 @@ def test_template_rejects_clashing_ids() -> None:
              Question(id="a.b", exercise="e", prompt="p", type="text", points=1)]
     with pytest.raises(ValueError, match="a.b"):
         template_answers(clash)
+
+
+# ------------------------------------------------------------------ claims, not vocabulary (issue 10)
+
+PROVISIONAL = "provisional: your instructor will review this answer."
+
+# Wrong answers that use the key's words: opposite claims, swapped roles, key words
+# strung together, words in another sense. Each must score 0, or be flagged for review
+# when it gets any points.
+WRONG_WITH_THE_WORDS = [
+    ("quiz.q1", "The Key is what the token is looking for, the Query is the label other tokens are matched on, "
+                "and the Value is the score between them."),
+    ("quiz.q1", "The Value decides which tokens to attend to and the Key holds the content that is summed."),
+    ("quiz.q1", "query key value dot product softmax weighted sum matching content"),
+    ("quiz.q2", "Dividing by sqrt(d) makes the softmax sharper and the gradients larger."),
+    ("quiz.q2", "dividing by sqrt(d) makes the softmax sharper and the gradients larger"),
+    ("quiz.q2", "saturation gradient variance scale large"),
+    ("quiz.q2", "Scaling makes the scores larger so softmax can pick the best token."),
+    ("quiz.q3", "padding mask hides future tokens, causal mask hides PAD"),
+    ("quiz.q3", "The causal mask removes PAD tokens and the padding mask stops tokens from seeing the future."),
+    ("quiz.q3", "The padding mask does not keep PAD tokens out of attention; the causal mask lets every token see "
+                "the whole sentence."),
+    ("quiz.q4", "Without the mask the model trains faster now, but in the future, when we deploy for inference, "
+                "it uses more memory."),
+    ("quiz.q4", "The model can't see future tokens even without the mask, so there is no leakage."),
+    ("quiz.q5", "Multi-head attention does not let heads learn different relations; it just runs the same "
+                "attention several times."),
+    ("quiz.q5", "heads concat projection subspace capacity"),
+    ("quiz.q6", "Attention has to process tokens one by one, while an RNN sees the whole sequence at once."),
+    ("quiz.q6", "Attention does not compute tokens in parallel; it is faster only because it has fewer parameters."),
+    ("quiz.q8", "FlashAttention stores the full attention matrix in memory so that it can be reused."),
+    ("quiz.q8", "It addresses the memory of the model: the model forgets long context, so it gets a longer memory."),
+    ("quiz.q9", "They are enough: the weights directly show which tokens caused the output."),
+    ("quiz.q9", "Because the causal mask hides the future tokens."),
+    ("quiz.q10", "No tests are needed and dropout should stay on in production."),
+    ("quiz.q2", "Why must the attention scores be divided by sqrt(head_dim)?"),
+    ("quiz.q6", "Vì sao attention train parallel tốt hơn RNN?"),
+]
+
+
+@pytest.mark.parametrize("question_id,answer", WRONG_WITH_THE_WORDS)
+def test_wrong_claims_in_the_keys_words_do_not_score(question_id: str, answer: str) -> None:
+    result = _one(question_id, answer)
+    assert result.score == 0.0 or (result.needs_review and result.score < 1.0), result.message
+    assert result.needs_review is not None and result.review is not None
+
+
+# Right answers in other words (the issue's examples among them): full marks.
+RIGHT_IN_OTHER_WORDS = [
+    ("quiz.q6", "In an RNN step t can't start until step t-1 is done. In attention all positions are computed "
+                "at the same time from a few matrix products."),
+    ("quiz.q3", "The padding mask hides the filler <pad> positions; the causal mask hides any position after i."),
+    ("quiz.q3", "One hides the filler positions added to make sequences the same length; the other lets position "
+                "i see only itself and what came before it, never any position after i."),
+    ("quiz.q9", "Output còn qua nhiều layer, FFN và residual; attention weight cao chưa chắc là nguyên nhân."),
+    ("quiz.q1", "Query is what the token is looking for, Key is what it is matched on, and the Value is what "
+                "token j hands over: out_i = Σ softmax·v_j."),
+    ("quiz.q1", "Think of a database: the query is your search, keys are the indexed fields compared with it, "
+                "values are the records you get back."),
+    ("quiz.q2", "Dot products grow with the head dimension. Dividing keeps the scores at a stable scale, so the "
+                "softmax does not saturate into a near one-hot distribution with weak gradients."),
+    ("quiz.q2", "Để scale của score không phụ thuộc head_dim; không chia thì softmax gần one-hot nên gradient "
+                "vanishing."),
+    ("quiz.q4", "It's like practising with the answer sheet visible: in the real exam there's no answer sheet. "
+                "The model sees the next tokens in training but won't have them when generating."),
+    ("quiz.q4", "vi luc train token i nhin thay token i+1 chinh la nhan can du doan, con luc inference thi chua co "
+                "token do"),
+    ("quiz.q5", "Each head has its own Q/K/V projections and learns a different kind of relation; their outputs "
+                "are concatenated and projected back to embed_dim."),
+    ("quiz.q6", "Everything is one big matrix multiplication over the whole sequence, so the GPU runs it in "
+                "parallel; RNN has to go step by step (tuần tự)."),
+    ("quiz.q8", "flash attention tinh attention theo block, khong luu ca ma tran n x n vao HBM, giam doc ghi bo "
+                "nho va tang toc do tren GPU"),
+    ("quiz.q9", "Being CC'd (high attention) doesn't show that a token caused the outcome, and the decision still "
+                "went through many more layers, FFN and residual connections afterwards."),
+]
+
+
+@pytest.mark.parametrize("question_id,answer", RIGHT_IN_OTHER_WORDS)
+def test_right_claims_in_other_words_get_full_marks(question_id: str, answer: str) -> None:
+    result = _one(question_id, answer)
+    assert (result.score, result.passed) == (1.0, True), result.message
+
+
+@pytest.mark.parametrize("question_id,answer,score", [
+    # "future" in another sense does not make the causal point
+    ("quiz.q3", "Padding mask sets PAD positions to -inf. The causal mask is needed so that in the future we can "
+                "run inference faster.", 0.5),
+    # "gradient" in another sense is not the saturation point
+    ("quiz.q2", "To keep the scores on a stable scale when head_dim grows. Also the gradient of the output "
+                "projection is computed after the heads are concatenated.", 0.5),
+    # "kernels" and "monitoring" in other senses are not conditions
+    ("quiz.q10", "Test the masks and cap seq_len. Monitoring of the team's workload is needed since writing "
+                 "custom kernels takes time.", 0.5),
+])
+def test_a_word_in_another_sense_earns_nothing(question_id: str, answer: str, score: float) -> None:
+    assert _one(question_id, answer).score == pytest.approx(score)
+
+
+def test_swapped_roles_say_which_point_is_turned_around() -> None:
+    result = _one("quiz.q6", "Attention has to process tokens one by one, while an RNN sees the whole sequence "
+                             "at once.")
+    assert result.score == 0.0
+    assert "states the opposite of" in result.message
+
+
+def test_negated_point_earns_nothing_and_is_flagged() -> None:
+    result = _one("quiz.q8", "It does not reduce memory use; it just changes the formula.")
+    assert (result.score, result.needs_review) == (0.0, True)
+    assert result.message.startswith(PROVISIONAL)
+    assert result.review is not None and any("negation" in r for r in result.review.reasons)
+
+
+def test_a_repeated_question_scores_zero_and_says_so() -> None:
+    result = _one("quiz.q9", "Why are attention weights not enough as evidence for explainability?")
+    assert (result.score, result.needs_review) == (0.0, False)
+    assert "repeats the question" in result.message
+
+
+def test_negation_words_read_with_and_without_diacritics_never_as_other_words() -> None:
+    # "chưa"/"chua" is a negation; "chứa" (contains) is not; "K" is the Key, not "không".
+    assert _one("quiz.q3", "Padding mask chặn token PAD; causal mask chưa cho token nhìn tương lai.").score == 1.0
+    negated = _one("quiz.q5", "Mỗi head ko học quan hệ khác nhau, chỉ lặp lại; sau đó concat lại.")
+    assert negated.score == 0.5 and negated.needs_review
+    assert _one("quiz.q1", "Q la nhu cau tim context, K la dau hieu de duoc match, V la noi dung tong hop").score == 1.0
+
+
+# ------------------------------------------------------------------ needs_review on every written answer
+
+
+def test_every_written_answer_says_whether_it_needs_review() -> None:
+    for name in ("correct_en.yaml", "correct_vi.yaml", "partial.yaml", "wrong.yaml"):
+        for q, r in zip(QUESTIONS, score_questions(QUESTIONS, _example(name), KEY)):
+            if q.type == "text":
+                assert isinstance(r.needs_review, bool), (name, q.id)
+            else:
+                assert r.needs_review is None and r.review is None, (name, q.id)
+
+
+@pytest.mark.parametrize("name", ["correct_en.yaml", "correct_vi.yaml"])
+def test_correct_examples_are_not_flagged(name: str) -> None:
+    results = score_questions(QUESTIONS, _example(name), KEY)
+    assert not [r.test_id for r in results if r.needs_review]
+
+
+def test_review_lists_concepts_found_and_missed() -> None:
+    result = _one("quiz.q3", "Causal mask chặn token tương lai.")
+    assert result.review is not None and result.needs_review is True
+    assert any("partial credit" in r for r in result.review.reasons)
+    assert result.review.found == ("the causal mask hides future tokens",)
+    assert result.review.missed == ("the padding mask hides PAD tokens, which are not real content",)
+
+
+@pytest.mark.parametrize("question_id,answer,why", [
+    ("quiz.q2", "em chưa hiểu phần này lắm, chắc là để tránh gradient vanishing?", "hedges"),
+    ("quiz.q3", "Padding: PAD. Causal: future.", "short"),
+    ("quiz.q9", "Because " + "the model is deep and the output goes through many layers " * 12, "unusually long"),
+    ("quiz.q6", "In an RNN each hidden state depends on the previous one, so you must go step by step; attention "
+                "is also parallel across multiple heads which is a nice property of the transformer.", "long answer"),
+])
+def test_unsure_scores_are_flagged_with_a_reason(question_id: str, answer: str, why: str) -> None:
+    result = _one(question_id, answer)
+    assert result.needs_review and result.message.startswith(PROVISIONAL), result.message
+    assert result.review is not None and any(why in r for r in result.review.reasons), result.review
+
+
+def test_empty_written_answer_is_certain() -> None:
+    result = _one("quiz.q3", "")
+    assert (result.score, result.needs_review) == (0.0, False)
+    assert result.review is not None and len(result.review.missed) == 2 and not result.review.found

@@ -1,7 +1,9 @@
 """Each sample submission gets exactly the per-exercise outcome it must get.
 
 tests/corpus/<case>/expected.yaml says, per exercise: passed (full marks), lost (fewer
-than full marks), error (the code could not run: error or timeout), or timeout.
+than full marks), error (the code could not run: error or timeout), or timeout; and,
+where it matters, phrases the messages must hold or must not, that the report shows no
+error (`clean`), and how many of the student's own figures it shows (`figures`).
 """
 
 from __future__ import annotations
@@ -49,6 +51,37 @@ def test_messages_name_the_bug(case, corpus_results):
         ex = next(e for e in result["exercises"] if e["id"] == ex_id)
         text = " ".join([ex["message"]] + [t["message"] for t in ex["tests"]] + list(result["load"]["notices"]))
         assert needle.lower() in text.lower(), f"{case}/{ex_id}: {needle!r} not in {text[:600]!r}"
+
+
+def _messages(result: dict, ex_id: str) -> str:
+    ex = next(e for e in result["exercises"] if e["id"] == ex_id)
+    return " ".join([ex["message"]] + [t["message"] for t in ex["tests"]] + list(result["load"]["notices"]))
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if _expected(c).get("message_lacks")])
+def test_messages_give_no_advice_meant_for_another_mistake(case, corpus_results):
+    for ex_id, needle in _expected(case)["message_lacks"].items():
+        text = _messages(corpus_results[case], ex_id)
+        assert needle.lower() not in text.lower(), f"{case}/{ex_id}: {needle!r} in {text[:600]!r}"
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if _expected(c).get("clean")])
+def test_clean_cases_report_no_error(case, corpus_results):
+    result = corpus_results[case]
+    load = result["load"]
+    assert load["cell_errors"] == [] and load["notices"] == [], (load["cell_errors"], load["notices"])
+    failing = [(t["name"], t["message"]) for ex in result["exercises"] for t in ex["tests"]
+               if not t["passed"] or t["outcome"] != "passed"]
+    assert failing == []
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if "figures" in _expected(c)])
+def test_the_students_figures_reach_the_result(case, corpus_results):
+    figures = [f for ex in corpus_results[case]["exercises"] for t in ex["tests"]
+               for f in t.get("figures", [])]
+    assert len(figures) == _expected(case)["figures"]
+    for f in figures:
+        assert f["png_base64"].startswith("iVBORw0KGgo") and f["width"] > 100 and f["height"] > 100
 
 
 def test_every_result_lists_every_exercise(corpus_results):

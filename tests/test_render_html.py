@@ -302,3 +302,69 @@ def test_a_load_failure_counts_once_per_exercise_in_the_overview():
     html = render_index([result])
     assert html.count(LOAD_FAILURE) == 1
     assert "check 3" not in html
+
+
+# ------------------------------------------------- written answers waiting for review
+
+
+def _with_written(r: SubmissionResult, flags: dict[str, bool | None]) -> SubmissionResult:
+    """`r` whose quiz holds one written answer per question id, flagged as given."""
+    from grader.results import ExerciseResult, Review, Status
+
+    tests = tuple(
+        _TestResult(name=f"{qid}: {SCRIPT}", score=0.5, max_score=1.0, passed=False,
+                    message="covered: the Query. missing: the Key.", outcome="failed",
+                    test_id=f"question:{qid}", needs_review=flag,
+                    review=None if flag is None else Review(found=("the Query",), missed=("the Key",),
+                                                            reasons=("near a negation",) if flag else ()))
+        for qid, flag in flags.items())
+    quiz = ExerciseResult("quiz", 0.5 * len(tests), float(len(tests)), Status.PARTIAL, tests, "Quiz")
+    others = tuple(ex for ex in r.exercises if ex.id != "quiz")
+    return dataclasses.replace(r, exercises=(*others, quiz),
+                               score=sum(ex.score for ex in others) + quiz.score)
+
+
+def test_report_says_a_person_will_review_each_flagged_answer() -> None:
+    r = _with_written(full_marks(), {"quiz.q1": True, "quiz.q2": False, "quiz.q3": True})
+    html = render_report(r)
+    assert_inert(html, scripts=0)
+    assert html.count('class="review-note"') == 2
+    assert "A person will review this answer: 0.5 / 1 is a provisional score." in html
+    assert "2 of your written answers will be reviewed by a person" in html
+    assert "&lt;script&gt;" in html and SCRIPT not in html
+    assert 'class="review-note"' not in render_report(_with_written(full_marks(), {"quiz.q1": False}))
+    assert 'id="review-pending"' not in render_report(full_marks())
+
+
+def test_an_override_ends_the_wait_and_undoing_it_brings_it_back() -> None:
+    from grader.overrides import Override, apply_overrides, strip_overrides
+
+    r = _with_written(full_marks(), {"quiz.q1": True, "quiz.q2": True})
+    done = apply_overrides(r, [Override("alice", "quiz.q1", 1.0, "right, other words")])
+    q1 = next(t for t in done.exercise("quiz").tests if t.test_id == "question:quiz.q1")
+    assert q1.needs_review is False and q1.score == 1.0
+    html = render_report(done)
+    assert html.count('class="review-note"') == 1 and "1 of your written answers" in html
+    assert "overridden by the instructor: right, other words" in html
+    assert strip_overrides(done) == r
+
+
+def test_index_counts_answers_waiting_for_review_per_question() -> None:
+    flagged = _with_written(full_marks("ann"), {"quiz.q1": True, "quiz.q2": True})
+    one = _with_written(full_marks("bao"), {"quiz.q1": True, "quiz.q2": False})
+    none = _with_written(full_marks("cam"), {"quiz.q1": False, "quiz.q2": False})
+    html = render_index([flagged, one, none, grader_failure()])
+    tags = assert_inert(html, scripts=1)
+    assert 'Written answers waiting for review: <span id="review-waiting">3</span> of 6' in html
+    rows = re.findall(r'<tr data-question="([^"]+)"><td>.*?</td><td class="num">(\d+)</td>'
+                      r'<td class="num">(\d+)</td></tr>', html)
+    assert rows == [("quiz.q1", "2", "3"), ("quiz.q2", "1", "3")]
+    assert "quiz.q1: &lt;script&gt;" in html
+    hrefs = [a.get("href") for a in tags.named("a")]
+    assert "#review-howto" in hrefs and 'id="review-howto"' in html
+    assert "grader review --out" in html
+    assert html.count('class="badge st-review">2 to review') == 1
+    assert html.count('class="badge st-review">1 to review') == 1
+    calm = render_index([none])
+    assert 'id="review-waiting">0<' in calm and "review-howto" not in calm
+    assert 'id="review-queue"' not in render_index([full_marks()])  # no written answers

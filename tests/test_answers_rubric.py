@@ -1,0 +1,89 @@
+"""The rubric engine on a rubric that is not the lesson's: subjects, negation, opposites.
+
+Everything lesson-specific lives in an answer key; these tests show the engine reads
+claims in any subject, in English and Vietnamese.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from grader.answers_rubric import check_rubric, grade_text, term
+
+PETS = {"rubric": [
+    {"points": 0.5, "concept": "cats chase mice",
+     "subject": ["cats?|mèo"], "accept": ["chas\\w* ... mice", "đuổi chuột"], "reject": ["fear\\w* mice|sợ chuột"]},
+    {"points": 0.5, "concept": "dogs guard the house",
+     "subject": ["dogs?|chó"], "accept": ["guard\\w*", "canh (giữ )?nhà"]},
+]}
+
+
+def _grade(text: str):
+    return grade_text(text, PETS, 1.0, "What do cats and dogs do?")
+
+
+@pytest.mark.parametrize("text", [
+    "Cats chase mice, dogs guard the house.",
+    "The cat is the one that chases the mice; the dog guards.",
+    "Mèo đuổi chuột, còn chó canh giữ nhà.",
+    "meo duoi chuot, cho canh nha",                       # no diacritics
+    "A dog guards the house while the cat chases mice.",  # order of the points does not matter
+])
+def test_points_said_of_their_subjects_score(text: str) -> None:
+    grade = _grade(text)
+    assert (grade.score, grade.reasons) == (1.0, ()), grade
+
+
+def test_swapped_subjects_are_opposite_claims() -> None:
+    grade = _grade("Dogs chase mice, cats guard the house.")
+    assert grade.score == 0.0
+    assert set(grade.opposite) == {"cats chase mice", "dogs guard the house"}
+
+
+def test_a_negated_point_earns_nothing_and_is_flagged() -> None:
+    for text in ("Cats do not chase mice; dogs guard the house.", "Mèo không đuổi chuột, chó canh nhà.",
+                 "Cats don't chase mice, dogs guard."):
+        grade = _grade(text)
+        assert grade.score == 0.5 and grade.found == ("dogs guard the house",), text
+        assert any("negation" in r for r in grade.reasons), text
+
+
+def test_a_gap_never_crosses_a_negation() -> None:
+    assert term("chas\\w* ... mice").search("chases the mice")
+    assert not term("chas\\w* ... mice").search("chases no mice")
+    assert not term("chas\\w* ... mice").search("chases but never catches the mice")
+
+
+def test_reject_and_accept_both_said_is_a_conflict() -> None:
+    grade = _grade("Cats chase mice but cats fear mice; dogs guard.")
+    assert grade.score == 0.5 and any("opposite" in r for r in grade.reasons)
+
+
+def test_a_diacritic_that_makes_another_word_is_not_a_negation() -> None:
+    # "chứa" (contains) is not "chưa" (not yet), though both fold to "chua"
+    numbers = {"rubric": [{"points": 1, "concept": "holds numbers", "accept": ["số"]}]}
+    assert grade_text("Ma trận này chứa các số nguyên dương.", numbers, 1.0).score == 1.0
+    not_yet = grade_text("Ma trận này chưa có số nguyên dương nào.", numbers, 1.0)
+    assert not_yet.score == 0.0 and not_yet.reasons
+    assert grade_text("Ma tran nay chua co so nguyen duong nao.", numbers, 1.0).score == 0.0
+
+
+def test_whole_words_even_after_a_group() -> None:
+    assert term("k(_\\w+)?").search("k_j") and term("k(_\\w+)?").search("the k vector")
+    assert not term("k(_\\w+)?").search("what kind")
+    assert not term("(is|are) ... score").search("this score")
+    assert term("{not} ... score").search("doesn't change the score")
+
+
+def test_keyword_lists_and_copied_questions_score_zero() -> None:
+    assert _grade("cats chase mice dogs guard house").score == 0.0
+    copied = _grade("What do cats and dogs do?")
+    assert copied.copied and copied.score == 0.0
+
+
+def test_unknown_fields_and_bad_patterns_are_rejected() -> None:
+    with pytest.raises(ValueError, match="unknown field"):
+        check_rubric([{"points": 1, "concept": "c", "accept": ["x"], "rejects": ["y"]}], 1.0)
+    with pytest.raises(ValueError, match="not a valid regular expression"):
+        check_rubric([{"points": 1, "concept": "c", "accept": ["x"], "subject": ["("]}], 1.0)
+    check_rubric(PETS["rubric"], 1.0)
