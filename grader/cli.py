@@ -91,12 +91,14 @@ def grade(submissions: Path, assignment_arg: str | None, out: Path, jobs: int | 
     """Grade every submission under SUBMISSIONS (or SUBMISSIONS itself) into --out."""
     from grader import batch, writers
     from grader.discover import discover
+    from grader.environment import require_installed
     from grader.pipeline import GradeOptions
     from grader.sandbox import Isolation
 
     try:
         chosen = writers.select(formats, junit_path)
         a = assignment_mod.load(assignment_mod.resolve(assignment_arg, Path.cwd()))
+        require_installed(a.environment, a.path)
         subs = discover(submissions, a)
         ctx = writers.Context(out=out, exercise_ids=tuple(ex.id for ex in a.exercises),
                               env=dict(os.environ), cwd=Path.cwd(),

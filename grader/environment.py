@@ -27,10 +27,13 @@ import re
 import sys
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from grader.errors import EnvironmentMissing
+
 __all__ = ["Environment", "Package", "cell_notice", "import_notices", "imported_modules",
-           "installed_problems", "merged_requirements", "missing_module",
+           "installed_problems", "merged_requirements", "require_installed", "missing_module",
            "missing_module_message", "parse_environment", "probe_problems", "probe_source",
            "undeclared_imports",
            "undeclared_notice"]
@@ -257,6 +260,16 @@ def merged_requirements(envs: Iterable[Environment]) -> tuple[str, ...]:
                 raise ValueError(f"two assignments declare {p.name} differently: "
                                  f"`{other}` and `{p.requirement}`; make them agree")
     return tuple(chosen.values())
+
+
+def require_installed(env: Environment | None, assignment_path: Path) -> None:
+    """`grader grade` grades nothing when a declared package is missing or of another
+    version here: students would lose points for our installation."""
+    if env is None:
+        return
+    _, problems = installed_problems(merged_requirements([env]))
+    if problems:
+        raise EnvironmentMissing.of(assignment_path, problems)
 
 
 def installed_problems(requirements: Sequence[str]) -> tuple[list[str], list[str]]:

@@ -7,6 +7,7 @@
     │   ├── NoSubmissionsFound
     │   └── SandboxUnavailable
     ├── OutputError              the reports cannot be written (disk full, permissions)
+    ├── EnvironmentMissing       a package the assignment declares is not installed here
     └── InternalError            a bug of ours: never reported as a student's zero
         └── SandboxFailure       a child could not be isolated or run as promised
             └── SandboxLost      the zygote died or its control socket broke
@@ -72,6 +73,17 @@ class OutputError(GraderError):
         why = exc.strerror or str(exc) or type(exc).__name__
         return cls(f"cannot write {path}: {why}; free some space (or fix the permissions) "
                    "and run the same command again: results already written are kept")
+
+
+class EnvironmentMissing(GraderError):
+    """The assignment's declared environment is not installed where grader runs: grading
+    would charge students for our missing package, so nothing is graded."""
+
+    @classmethod
+    def of(cls, assignment_path: Path, problems: list[str]) -> "EnvironmentMissing":
+        return cls(f"the environment {assignment_path} declares is not installed here "
+                   f"({'; '.join(problems)}); install it with: grader environment "
+                   f"{assignment_path} --requirements > req.txt && pip install -r req.txt")
 
 
 class InternalError(GraderError):

@@ -250,3 +250,19 @@ def test_check_notes_an_import_outside_the_environment(tmp_path: Path) -> None:
     text = " ".join(done.stdout.split())
     assert "note: your code imports `pandas`, which is not in this assignment's environment" in text
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+
+
+def test_grade_refuses_while_a_declared_package_is_missing_here(tmp_path: Path) -> None:
+    """A missing package would cost every student who imports it: grade nothing, say
+    what to install, exit 2."""
+    path = _yaml(tmp_path, {"packages": ["seaborn==0.12.0", "notapackage-zz==1.0"]})
+    (tmp_path / "subs" / "alice").mkdir(parents=True)
+    (tmp_path / "subs" / "alice" / "attention.py").write_text("x = 1\n")
+    out = tmp_path / "reports"
+    done = run_grader("grade", str(tmp_path / "subs"), "--assignment", str(path), "--out", str(out))
+    assert done.returncode == 2, done.stdout + done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("grader: the environment"), done.stderr
+    assert "notapackage-zz is not installed" in lines[0] and "seaborn 0.13.2 is installed" in lines[0]
+    assert "--requirements" in lines[0]
+    assert not list(out.glob("*/result.json"))

@@ -78,6 +78,11 @@ def venv(place: Path) -> Path:
         done = _run(pip + what)
         assert done.returncode == 0, done.stderr[-3000:]
     shutil.rmtree(src)
+    # The assignment's student environment, as the README says (grade refuses without it).
+    reqs = _run([str(env_dir / "bin" / "grader"), "environment", str(ATTENTION), "--requirements"])
+    assert reqs.returncode == 0, reqs.stderr
+    done = _run(pip + reqs.stdout.split())
+    assert done.returncode == 0, done.stderr[-3000:]
     return env_dir
 
 
