@@ -1,4 +1,4 @@
-"""Written answers (question type `text`) scored by the claims they make, not by words.
+r"""Written answers (question type `text`) scored by the claims they make, not by words.
 
     grade_text(text, entry, points, prompt) -> TextGrade   score, concepts found/missed, review reasons
     check_rubric(rubric, points)                          raises ValueError for a broken rubric

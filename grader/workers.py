@@ -20,7 +20,6 @@ import json
 import os
 import queue
 import subprocess
-import sys
 import threading
 from dataclasses import asdict
 from pathlib import Path
