@@ -166,22 +166,12 @@ def _grade_exit_code(results: Sequence[SubmissionResult], fail_under: float | No
                    "overrides no longer in it are undone)")
 def report(out: Path, overrides_path: Path | None) -> None:
     """Re-render --out from its result.json files, applying --overrides; runs no student code."""
-    from grader import overrides as ov
-    from grader.writers import Context
-    from grader.writers.reports import ReportsWriter, exercise_ids, read_reports
+    from grader.overrides import read_overrides
+    from grader.writers.reports import rerender
 
     try:
-        before = read_reports(out)
-        results = before
-        if overrides_path is not None:
-            items = ov.read_overrides(overrides_path)
-            ov.check_targets(before, items, overrides_path)
-            results = [ov.apply_overrides(r, items) for r in before]
-        ctx = Context(out=out, exercise_ids=exercise_ids(results), env=dict(os.environ), cwd=Path.cwd())
-        writer = ReportsWriter()
-        for r in results:
-            writer.student(r, ctx)
-        writer.finish(results, ctx)
+        overrides = None if overrides_path is None else (overrides_path, read_overrides(overrides_path))
+        before, results = rerender(out, overrides)
     except GraderError as exc:
         _fail(exc)
         return

@@ -25,7 +25,6 @@ import hashlib
 import hmac
 import json
 import math
-import os
 import secrets
 import threading
 import webbrowser
@@ -66,20 +65,10 @@ def rerender(out: Path, overrides_path: Path) -> list[SubmissionResult]:
     """What `grader report --out OUT --overrides PATH` does: every result.json read back,
     the whole overrides file applied (checked first), result.json and report.html
     rewritten where a result changed, grades.csv and index.html always."""
-    from grader.writers import Context
-    from grader.writers.reports import ReportsWriter, exercise_ids, read_reports
+    from grader.writers import reports
 
-    before = read_reports(out)
-    items = read_decisions(overrides_path)
-    ov.check_targets(before, items, overrides_path)
-    results = [ov.apply_overrides(r, items) for r in before]
-    ctx = Context(out=out, exercise_ids=exercise_ids(results), env=dict(os.environ), cwd=Path.cwd())
-    writer = ReportsWriter()
-    for old, new in zip(before, results):
-        if old != new:
-            writer.student(new, ctx)
-    writer.finish(results, ctx)
-    return results
+    overrides = (overrides_path, read_decisions(overrides_path))
+    return reports.rerender(out, overrides, only_changed=True)[1]
 
 
 # ------------------------------------------------------------------ the page's data

@@ -18,6 +18,7 @@ from grader.export import (
     write_report_html,
     write_result_json,
 )
+from grader.overrides import Override
 from grader.results import SubmissionResult, from_json_dict
 from grader.writers import Context, Writer
 
@@ -59,3 +60,28 @@ def _read(path: Path) -> SubmissionResult:
 def exercise_ids(results: Sequence[SubmissionResult]) -> tuple[str, ...]:
     """The exercise ids in the order the results list them."""
     return tuple(dict.fromkeys(ex.id for r in results for ex in r.exercises))
+
+
+def rerender(out: Path, overrides: tuple[Path, Sequence[Override]] | None = None,
+             only_changed: bool = False) -> tuple[list[SubmissionResult], list[SubmissionResult]]:
+    """`grader report`: every result.json under `out` read back, the overrides (their
+    file, and what it holds) checked and applied, result.json and report.html rewritten
+    (with `only_changed`, only where a result changed), grades.csv and index.html
+    always. Returns (before, after); runs no student code."""
+    import os
+
+    from grader import overrides as ov
+
+    before = read_reports(out)
+    results = before
+    if overrides is not None:
+        overrides_path, items = overrides
+        ov.check_targets(before, items, overrides_path)
+        results = [ov.apply_overrides(r, items) for r in before]
+    ctx = Context(out=out, exercise_ids=exercise_ids(results), env=dict(os.environ), cwd=Path.cwd())
+    writer = ReportsWriter()
+    for old, new in zip(before, results):
+        if not only_changed or old != new:
+            writer.student(new, ctx)
+    writer.finish(results, ctx)
+    return before, results
