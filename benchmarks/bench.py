@@ -271,7 +271,7 @@ class TreeSampler:
         except OSError:
             cmd = ""
         parent = self._role_of_pid.get(ppid, "")
-        if ("grader.workers" in cmd or "import workers" in cmd
+        if ("grader.batch.workers" in cmd or "import workers" in cmd
                 or (parent == "grader (batch parent)" and "zygote" not in cmd
                     and not cmd.startswith("bwrap"))):
             return "grading worker"

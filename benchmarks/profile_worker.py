@@ -4,8 +4,8 @@
     python benchmarks/profile_worker.py --subs benchmarks/out/subs --k 12
     python benchmarks/profile_worker.py --subs benchmarks/out/subs --cprofile notebook
 
-Runs what `python -m grader.workers` runs, in this process, with timers wrapped
-around the stages of grader.pipeline.grade_submission (by monkeypatching names; the
+Runs what `python -m grader.batch.workers` runs, in this process, with timers wrapped
+around the stages of grader.batch.pipeline.grade_submission (by monkeypatching names; the
 grader's files are not changed):
 
     import torch/pytest/grader -> Sandbox.start (zygote boot) ->
@@ -45,15 +45,13 @@ import torch  # noqa: F401  (timed: the worker's first import)
 T_TORCH = time.perf_counter()
 import pytest
 
-import grader.sandbox as sandbox_mod
+import grader.sandbox.host as sandbox_mod
 from grader import assignment as assignment_mod
-from grader import (
-    pipeline,
-    proxy,
-)
-from grader.discover import discover
-from grader.export import write_report_html, write_result_json
-from grader.sandbox import Isolation, Sandbox
+from grader.batch import pipeline
+from grader.testing import student as proxy
+from grader.intake.discover import discover
+from grader.report.files import write_report_html, write_result_json
+from grader.sandbox.host import Isolation, Sandbox
 
 T_IMPORTS = time.perf_counter()
 C_IMPORTS = time.process_time()
@@ -209,7 +207,7 @@ def main() -> int:
         import io
         import pstats
         sub = next(s for s in subs if manifest.get(s.id, {}).get("kind") == args.cprofile)
-        from grader import testrun
+        from grader.testing import session as testrun
         # The tests run in the test session's thread: profile that thread too.
         in_tests = cProfile.Profile()
         run_items = testrun.GraderPlugin._run_items

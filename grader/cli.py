@@ -24,7 +24,7 @@ from grader.errors import GraderError, UsageError, one_line
 from grader.results import SubmissionResult
 
 if TYPE_CHECKING:
-    from grader.writers import Context, Writers
+    from grader.report.writers import Context, Writers
 
 
 class ExitCode(enum.IntEnum):
@@ -50,7 +50,7 @@ def _fail(exc: GraderError) -> None:
 
 
 def _format_names() -> list[str]:
-    from grader.writers import names
+    from grader.report.writers import names
 
     return names()
 
@@ -89,11 +89,12 @@ def grade(submissions: Path, assignment_arg: str | None, out: Path, jobs: int | 
           formats: tuple[str, ...], junit_path: Path | None, executor: str,
           scheduler: str | None, fail_under: float | None) -> None:
     """Grade every submission under SUBMISSIONS (or SUBMISSIONS itself) into --out."""
-    from grader import batch, writers
-    from grader.discover import discover
+    from grader.batch import run as batch
+    from grader.report import writers
+    from grader.intake.discover import discover
     from grader.environment import require_installed
-    from grader.pipeline import GradeOptions
-    from grader.sandbox import Isolation
+    from grader.batch.pipeline import GradeOptions
+    from grader.sandbox.host import Isolation
 
     try:
         chosen = writers.select(formats, junit_path)
@@ -166,8 +167,8 @@ def _grade_exit_code(results: Sequence[SubmissionResult], fail_under: float | No
                    "overrides no longer in it are undone)")
 def report(out: Path, overrides_path: Path | None) -> None:
     """Re-render --out from its result.json files, applying --overrides; runs no student code."""
-    from grader.overrides import read_overrides
-    from grader.writers.reports import rerender
+    from grader.report.overrides import read_overrides
+    from grader.report.writers.reports import rerender
 
     try:
         overrides = None if overrides_path is None else (overrides_path, read_overrides(overrides_path))
@@ -193,8 +194,8 @@ def report(out: Path, overrides_path: Path | None) -> None:
 def check(path: Path, assignment_arg: str | None, sandbox: str, html_path: Path | None,
           exercise_ids: tuple[str, ...]) -> None:
     """Run the public tests on your own work; exit 0 when they all pass."""
-    from grader.discover import discover
-    from grader.sandbox import Isolation, Sandbox
+    from grader.intake.discover import discover
+    from grader.sandbox.host import Isolation, Sandbox
 
     try:
         yaml_path = _find_assignment(assignment_arg, path)
@@ -207,15 +208,15 @@ def check(path: Path, assignment_arg: str | None, sandbox: str, html_path: Path 
                      hidden=(a.root,)) as box:  # the zygote starts importing
             import torch  # ... while this process does the same
 
-            from grader.pipeline import GradeOptions, grade_submission
+            from grader.batch.pipeline import GradeOptions, grade_submission
 
             torch.set_num_threads(1)
             result = grade_submission(subs[0], a, box, GradeOptions(public=True))
     except GraderError as exc:
         _fail(exc)
         return
-    from grader.export import write_report_html
-    from grader.terminal import format_check_table
+    from grader.report.files import write_report_html
+    from grader.report.terminal import format_check_table
 
     target = html_path or ((path if path.is_dir() else path.parent) / "report.html")
     write_report_html(result, target)
@@ -285,7 +286,7 @@ def _require_work(path: Path, a: assignment_mod.Assignment) -> None:
 def validate(assignment_arg: str | None, sandbox: str, jobs: int | None, answers_only: bool) -> None:
     """Check an assignment: schema, files, key, labelled answers, reference = full marks,
     mutants caught."""
-    from grader.sandbox import Isolation
+    from grader.sandbox.host import Isolation
     from grader.validate import validate_assignment
 
     try:
@@ -368,7 +369,7 @@ def review(out: Path, submissions: Path | None, overrides_path: Path | None, por
            no_browser: bool) -> None:
     """Grade the class's written answers by hand, each kind once, on a local page; every
     decision goes to overrides.yaml and the reports are rendered again. Runs no student code."""
-    from grader.review import serve
+    from grader.review.server import serve
 
     try:
         serve(out, overrides_path or out.resolve().parent / "overrides.yaml", submissions, port,

@@ -1,6 +1,6 @@
 """The student's figures on the grader's side: untrusted bytes until proven PNG.
 
-The child captures figures (`grader.plotting`) and sends them as base64 text in a
+The child captures figures (`grader.sandbox.inside.plotting`) and sends them as base64 text in a
 JSON answer. Its process runs the student's code, which can send anything; so each
 figure is decoded and checked here, in pure Python, before it is kept: the PNG
 signature, every chunk's length and CRC, an IHDR of sane dimensions first, image

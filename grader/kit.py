@@ -25,10 +25,10 @@ from pathlib import Path
 import yaml
 
 from grader import __version__
-from grader.answers_file import template_answers
+from grader.answers.submitted import template_answers
 from grader.assignment import Assignment
-from grader.export import write_text_atomic
-from grader.formatting import fmt_points
+from grader.report.files import write_text_atomic
+from grader.report.formatting import fmt_points
 
 INSTRUCTOR_ONLY_KEYS = ("reference", "answer_key", "mutants", "labelled_answers")
 STARTER_DIR = "starter"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, Sequence
 
 
@@ -92,6 +93,22 @@ class TestResult:
     every other test (and then absent from result.json)."""
     review: Review | None = None
     """Written answers only: the concepts found and missed and the reasons for a flag."""
+
+
+@dataclass(frozen=True)
+class TestOutcome:
+    """One test's outcome as the pytest session saw it, before scoring (plain data)."""
+
+    nodeid: str
+    file: Path
+    function: str
+    name: str
+    outcome: str
+    """passed | failed | error | timeout"""
+    message: str
+    evidence: tuple[Evidence, ...]
+    duration_s: float
+    figures: tuple[Figure, ...] = ()
 
 
 @dataclass(frozen=True)

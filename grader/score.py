@@ -7,7 +7,7 @@ from typing import Sequence
 
 from grader.assignment import Assignment, Exercise
 from grader.results import ExerciseResult, TestResult, exercise_status
-from grader.testrun import TestOutcome
+from grader.results import TestOutcome
 
 
 def exercise_results(assignment: Assignment, outcomes: Sequence[TestOutcome],

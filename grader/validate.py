@@ -18,17 +18,17 @@ from typing import Any
 
 import yaml
 
-from grader.answers import check_key
+from grader.answers.grade import check_key
 from grader.assignment import Assignment
-from grader.discover import discover
+from grader.intake.discover import discover
 from grader.environment import PROBE_RESULT, probe_problems, probe_source
 from grader.errors import AssignmentSchemaError
-from grader.pipeline import GradeOptions, answer_key
+from grader.batch.pipeline import GradeOptions, answer_key
 from grader.results import SubmissionResult
-from grader.proxy import Connection, Student, StudentProblem
-from grader.sandbox import Isolation, Sandbox
-from grader.validate_answers import check_labelled
-from grader.workers import grade_all
+from grader.testing.student import Connection, Student, StudentProblem
+from grader.sandbox.host import Isolation, Sandbox
+from grader.answers.agreement import check_labelled
+from grader.batch.workers import grade_all
 
 SOLUTION_ANSWERS = "solution/answers.yaml"
 

@@ -10,9 +10,9 @@ from typing import Any, Iterator, Mapping
 import pytest
 import yaml
 
-import grader.answer_values as answer_values
-import grader.answers as answers_module
-from grader.answers import (
+import grader.answers.values as answer_values
+import grader.answers.grade as answers_module
+from grader.answers.grade import (
     AnswerKeyError,
     check_key,
     load_answers,

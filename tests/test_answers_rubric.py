@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from grader.answers_rubric import check_rubric, grade_text, term
+from grader.answers.rubric import check_rubric, grade_text, term
 
 PETS = {"rubric": [
     {"points": 0.5, "concept": "cats chase mice",

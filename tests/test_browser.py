@@ -17,8 +17,8 @@ from typing import Any, cast
 import pytest
 from result_samples import SCRIPT, all_samples
 
-from grader.export import write_report_html, write_text_atomic
-from grader.render_html import render_index
+from grader.report.files import write_report_html, write_text_atomic
+from grader.report.html import render_index
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")

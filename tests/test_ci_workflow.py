@@ -12,7 +12,7 @@ import pytest
 import yaml
 from conftest import ROOT
 
-from grader.sandbox import bwrap_works
+from grader.sandbox.host import bwrap_works
 
 CI = ROOT / "examples" / "ci"
 WORKFLOW = CI / "grade-pull-request.yml"

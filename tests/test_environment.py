@@ -23,8 +23,8 @@ from grader.environment import (
 from grader.errors import AssignmentSchemaError
 from grader.kit import student_readme
 from grader.limits import Limits
-from grader.proxy import Connection, Student, StudentCrashed, _import_failed_message
-from grader.sandbox import Isolation, Sandbox
+from grader.testing.student import Connection, Student, StudentCrashed, _import_failed_message
+from grader.sandbox.host import Isolation, Sandbox
 from grader.validate import ValidationReport, _probe_environment
 
 LESSON_ENV = parse_environment({"packages": ["torch>=2.1,<3", "numpy==2.4.6",
@@ -205,7 +205,7 @@ def test_the_lessons_packages_import_in_the_sandbox(box: Sandbox) -> None:
                       "import sys\nBACKEND = plt.get_backend()\nFILES = sns.__file__\n")
     try:
         student = Student(conn)
-        assert student.BACKEND.value() == "module://grader.mpl_backend"
+        assert student.BACKEND.value() == "module://grader.sandbox.inside.mpl_backend"
         assert student.FILES.value().endswith("seaborn/__init__.py")
     finally:
         conn.close()

@@ -12,7 +12,7 @@ import pytest
 from result_samples import EXERCISE_IDS, all_samples, buggy, evil, full_marks, grader_failure
 
 from grader.errors import OutputError
-from grader.export import (
+from grader.report.files import (
     csv_safe,
     write_grades_csv,
     write_index_html,
@@ -68,7 +68,7 @@ def test_write_is_atomic_and_leaves_no_temp_files(
     def broken_replace(src: str, dst: str) -> None:
         raise OSError("disk full")
 
-    monkeypatch.setattr("grader.export.os.replace", broken_replace)
+    monkeypatch.setattr("grader.report.files.os.replace", broken_replace)
     with pytest.raises(OutputError, match="cannot write .*result.json: disk full"):
         write_result_json(buggy(), path)
     assert path.read_text() == before

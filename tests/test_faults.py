@@ -26,9 +26,10 @@ from typing import Any
 import pytest
 
 from conftest import ATTENTION, ROOT
-from grader import assignment, proxy
-from grader.batch import up_to_date
-from grader.discover import discover
+from grader import assignment
+from grader.testing import student as proxy
+from grader.batch.run import up_to_date
+from grader.intake.discover import discover
 from grader.errors import (
     AssignmentError,
     GraderError,
@@ -40,12 +41,12 @@ from grader.errors import (
     stops_the_batch,
     to_doc,
 )
-from grader.export import write_result_json
-from grader.pipeline import GradeOptions, Grading, ungradable
-from grader.proxy import StudentRaised, raised_class
+from grader.report.files import write_result_json
+from grader.batch.pipeline import GradeOptions, Grading, ungradable
+from grader.testing.student import StudentRaised, raised_class
 from grader.results import SubmissionResult
-from grader.sandbox import Isolation, Sandbox
-from grader.testrun import classify, graders_fault
+from grader.sandbox.host import Isolation, Sandbox
+from grader.testing.session import classify, graders_fault
 
 TINY = ROOT / "tests" / "fixtures" / "tiny"
 ADVERSARIAL = ROOT / "tests" / "fixtures" / "adversarial"
@@ -573,8 +574,8 @@ def test_a_broken_assignment_is_one_line_and_exit_2(tmp_path, kind: str) -> None
 def test_a_dask_worker_sends_a_broken_key_back_as_an_assignment_error(tmp_path) -> None:
     """What `grade_on_worker` returns to the Dask client: the error's class, so the
     batch stops with the key's message (and no submission is marked ungradable)."""
-    from grader import dask_executor
-    from grader.workers import submission_doc
+    from grader.batch import dask as dask_executor
+    from grader.batch.workers import submission_doc
 
     yaml_path = _assignment_copy(tmp_path)
     _break("key", yaml_path)

@@ -27,8 +27,8 @@ from grader.figures import (
     png_size,
 )
 from grader.limits import Limits
-from grader.proxy import Connection, Student
-from grader.render_html import render_report
+from grader.testing.student import Connection, Student
+from grader.report.html import render_report
 from grader.results import TestResult as Checked  # (not a test class)
 from grader.results import (
     ExerciseResult,
@@ -38,9 +38,9 @@ from grader.results import (
     from_json_dict,
     to_json_dict,
 )
-from grader.sandbox import Isolation, Sandbox
+from grader.sandbox.host import Isolation, Sandbox
 from grader.testing import GradingFailure, show_figures
-from grader.testrun import Feedback
+from grader.testing.session import Feedback
 
 CORPUS = ROOT / "tests" / "corpus"
 LIMITS = Limits(load_s=60, per_test_s=30, per_submission_s=120, memory_mb=4096, cpu_s=120,

@@ -23,7 +23,7 @@ from typing import Iterator
 import pytest
 import torch
 
-from grader import sandbox
+from grader.sandbox import host as sandbox
 from conftest import ATTENTION, ROOT, read_results, run_grader
 
 pytestmark = pytest.mark.slow

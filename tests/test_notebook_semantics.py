@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from grader import assignment
-from grader.discover import discover
-from grader.load import read_submission
-from grader.proxy import Connection
-from grader.sandbox import Isolation, Sandbox
+from grader.intake.discover import discover
+from grader.intake.load import read_submission
+from grader.testing.student import Connection
+from grader.sandbox.host import Isolation, Sandbox
 
 ROOT = Path(__file__).resolve().parents[1]
 CONTRACT_NAMES = {"causal_mask", "scaled_dot_product_attention", "MultiHeadSelfAttention", "sdpa_attention"}

@@ -13,13 +13,13 @@ import pytest
 from conftest import ROOT
 from result_samples import buggy, full_marks, grader_failure, unloadable
 
-from grader.export import (
+from grader.report.files import (
     write_grades_csv,
     write_index_html,
     write_report_html,
     write_result_json,
 )
-from grader.overrides import (
+from grader.report.overrides import (
     Override,
     OverridesError,
     apply_overrides,
@@ -27,7 +27,7 @@ from grader.overrides import (
     read_overrides,
     strip_overrides,
 )
-from grader.render_html import render_report
+from grader.report.html import render_report
 from grader.results import (
     ExerciseResult,
     Status,
@@ -147,13 +147,13 @@ def test_overrides_yaml_is_read_with_ids_as_text(tmp_path):
 
 RESTRICTED = """
 import os, subprocess, sys, time
-import grader.cli, grader.sandbox, grader.workers
+import grader.cli, grader.sandbox.host, grader.batch.workers
 
 def refuse(*args, **kwargs):
     raise RuntimeError("grader report started a process")
 
-grader.sandbox.Sandbox.start = refuse
-grader.workers.Worker.__init__ = refuse
+grader.sandbox.host.Sandbox.start = refuse
+grader.batch.workers.Worker.__init__ = refuse
 subprocess.Popen.__init__ = refuse
 os.fork = refuse
 start = time.process_time()

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from grader import assignment
-from grader.discover import discover
-from grader.pipeline import GradeOptions, grade_submission
-from grader.sandbox import Isolation, Sandbox
+from grader.intake.discover import discover
+from grader.batch.pipeline import GradeOptions, grade_submission
+from grader.sandbox.host import Isolation, Sandbox
 from result_samples import without_timing
 
 ROOT = Path(__file__).resolve().parents[1]

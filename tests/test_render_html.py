@@ -21,9 +21,9 @@ from result_samples import (
     unloadable,
 )
 
-from grader.charts import color_for, heatmap_view, histogram_bars
-from grader.formatting import fmt_points, fmt_value, plain_text
-from grader.render_html import render_index, render_report
+from grader.report.charts import color_for, heatmap_view, histogram_bars
+from grader.report.formatting import fmt_points, fmt_value, plain_text
+from grader.report.html import render_index, render_report
 from grader.results import Evidence, SubmissionResult
 from grader.results import TestResult as _TestResult
 
@@ -289,7 +289,7 @@ def test_unknown_visibility_is_hidden_in_the_report() -> None:
 
 
 def test_a_load_failure_counts_once_per_exercise_in_the_overview():
-    from grader.render_html import LOAD_FAILURE, render_index
+    from grader.report.html import LOAD_FAILURE, render_index
     from grader.results import ExerciseResult, Status, SubmissionResult, TestResult
 
     why = "importing attention.py raised SyntaxError at line 85: expected ':'"
@@ -337,7 +337,7 @@ def test_report_says_a_person_will_review_each_flagged_answer() -> None:
 
 
 def test_an_override_ends_the_wait_and_undoing_it_brings_it_back() -> None:
-    from grader.overrides import Override, apply_overrides, strip_overrides
+    from grader.report.overrides import Override, apply_overrides, strip_overrides
 
     r = _with_written(full_marks(), {"quiz.q1": True, "quiz.q2": True})
     done = apply_overrides(r, [Override("alice", "quiz.q1", 1.0, "right, other words")])

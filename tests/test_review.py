@@ -21,11 +21,11 @@ import pytest
 import yaml
 from conftest import ATTENTION, ROOT, run_grader
 
-from grader.overrides import read_overrides
+from grader.report.overrides import read_overrides
 from grader.results import ExerciseResult, Review, Status, SubmissionResult
 from grader.results import TestResult as _TestResult
-from grader.review import ReviewState, make_server
-from grader.review_groups import (
+from grader.review.server import ReviewState, make_server
+from grader.review.groups import (
     Answer,
     answer_texts,
     collect,
@@ -34,8 +34,8 @@ from grader.review_groups import (
     normalise,
     save_decision,
 )
-from grader.writers import Context
-from grader.writers.reports import ReportsWriter, read_reports
+from grader.report.writers import Context
+from grader.report.writers.reports import ReportsWriter, read_reports
 
 # ------------------------------------------------------------------ grouping
 

@@ -20,9 +20,10 @@ from typing import Any, Iterator
 import pytest
 from click.testing import CliRunner
 
-from grader import sandbox, wire
+from grader.sandbox import host as sandbox
+from grader.sandbox import wire
 from grader.errors import SandboxUnavailable
-from grader.sandbox import Isolation, Limits, Sandbox
+from grader.sandbox.host import Isolation, Limits, Sandbox
 
 ROOT = Path(__file__).resolve().parent
 REPO = ROOT.parent
@@ -152,7 +153,7 @@ def test_runtime_paths_show_the_interpreter_not_the_folders_around_it(
     """Every import path entry is bound, but never the current folder (`python -m`
     puts it on the path), the assignment, or a piece of a grader checkout other than
     the interpreter's own prefix (a repository's .venv)."""
-    from grader import interpreter
+    from grader.sandbox import interpreter
 
     site = tmp_path / "site-packages"
     work = tmp_path / "class"
@@ -189,7 +190,7 @@ def test_bwrap_command_line() -> None:
     else:
         assert "--unshare-user" in argv
     sources = [argv[i + 1] for i, a in enumerate(argv) if a == "--ro-bind"]
-    assert str(Path(sandbox.__file__).parent) in sources
+    assert str(Path(sandbox.__file__).parents[1]) in sources
     assert not any(Path(s).resolve() in (REPO, TINY) for s in sources)
 
 
@@ -478,8 +479,8 @@ def _env_line(stdout: str) -> dict[str, str]:
 @pytest.mark.skipif(not LINUX, reason="uses the process-mode module sandbox")
 def test_check_and_grade_give_the_same_environment(tmp_path: Path, boxes: dict[str, Sandbox]) -> None:
     from grader import assignment
-    from grader.discover import discover
-    from grader.pipeline import GradeOptions, grade_submission
+    from grader.intake.discover import discover
+    from grader.batch.pipeline import GradeOptions, grade_submission
 
     folder = tmp_path / "env_dump"
     folder.mkdir()

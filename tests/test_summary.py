@@ -24,10 +24,10 @@ from grader import assignment as assignment_mod
 from grader import results
 from grader.assignment import Assignment, Exercise
 from grader.errors import AssignmentSchemaError
-from grader.formatting import fmt_points
+from grader.report.formatting import fmt_points
 from grader.results import SubmissionResult
-from grader.summary import MARKS, short_titles, summary
-from grader.terminal import format_check_table
+from grader.report.summary import MARKS, short_titles, summary
+from grader.report.terminal import format_check_table
 
 ROOT = Path(__file__).resolve().parents[1]
 ATTENTION = ROOT / "assignments" / "attention" / "assignment.yaml"

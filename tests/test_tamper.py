@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from grader import sandbox
+from grader.sandbox import host as sandbox
 from grader.cli import main as cli
 
 ROOT = Path(__file__).resolve().parent

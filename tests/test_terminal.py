@@ -14,7 +14,7 @@ from result_samples import (
     unloadable,
 )
 
-from grader.terminal import format_check_table
+from grader.report.terminal import format_check_table
 
 
 def test_table_lists_every_exercise_with_score_and_status() -> None:

@@ -9,10 +9,10 @@ from typing import Iterator
 import pytest
 
 from grader import assignment
-from grader.discover import discover
+from grader.intake.discover import discover
 from grader.errors import AssignmentError, InternalError
-from grader.pipeline import GradeOptions, Grading, grade_submission
-from grader.sandbox import Isolation, Sandbox
+from grader.batch.pipeline import GradeOptions, Grading, grade_submission
+from grader.sandbox.host import Isolation, Sandbox
 from result_samples import without_timing
 
 ROOT = Path(__file__).resolve().parent
@@ -108,7 +108,7 @@ def test_a_closed_session_refuses_work(tiny, box) -> None:
 def test_a_session_broken_by_an_error_of_ours_is_replaced(tiny, box, monkeypatch) -> None:
     """An exception that escapes pytest's own protocol leaves fixtures in an unknown
     state: that submission fails as the grader's error, and the next one gets a new session."""
-    from grader import testrun
+    from grader.testing import session as testrun
 
     honest = _sub("honest", tiny)
     real_outcome = testrun.GraderPlugin._outcome

@@ -7,7 +7,7 @@ import socket
 import pytest
 import torch
 
-from grader import wire
+from grader.sandbox import wire
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16,

@@ -1,4 +1,4 @@
-"""Output formats (grader.writers): GitHub, JUnit, Gradescope, JSON lines.
+"""Output formats (grader.report.writers): GitHub, JUnit, Gradescope, JSON lines.
 
 Most tests feed hand-built results (result_samples.py) to one writer; the last ones run
 the real CLI once on a small class whose code raises at known lines, then reuse its
@@ -28,13 +28,13 @@ from result_samples import (
     notebook_error,
 )
 
-from grader import writers
-from grader.discover import Submission
+from grader.report import writers
+from grader.intake.discover import Submission
 from grader.errors import InternalError, UsageError
 from grader.results import Evidence, Status
 from grader.results import TestResult as Checked  # a name pytest does not collect
-from grader.writers import Context
-from grader.writers.github import (
+from grader.report.writers import Context
+from grader.report.writers.github import (
     Annotation,
     GitHubWriter,
     collect_annotations,
@@ -43,10 +43,10 @@ from grader.writers.github import (
     md_text,
     summary_markdown,
 )
-from grader.writers.gradescope import GradescopeWriter, gradescope_results
-from grader.writers.jsonl import json_line
-from grader.writers.junit import JUnitWriter, junit_xml
-from grader.writers.locate import answers_line, locate_test, notebook_line
+from grader.report.writers.gradescope import GradescopeWriter, gradescope_results
+from grader.report.writers.jsonl import json_line
+from grader.report.writers.junit import JUnitWriter, junit_xml
+from grader.report.writers.locate import answers_line, locate_test, notebook_line
 
 CORPUS = ROOT / "tests" / "corpus"
 
@@ -180,7 +180,7 @@ def test_one_message_shared_by_many_tests_is_shown_once():
 
 
 def test_failure_messages_cannot_close_their_code_fence():
-    from grader.writers.github import fenced
+    from grader.report.writers.github import fenced
 
     block = fenced("```\n# Heading\n````")
     assert block.startswith("`````text\n") and block.endswith("\n`````")

@@ -125,7 +125,7 @@ def _said(exc: BaseException) -> str:
 def _raised_by_student(exc: BaseException) -> bool:
     """False for the grader's own failures (a crash or timeout of the child)."""
     try:
-        from grader.proxy import StudentRaised
+        from grader.testing.student import StudentRaised
     except ImportError:  # no sandbox: everything comes from the submission
         return True
     return isinstance(exc, StudentRaised)

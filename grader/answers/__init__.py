@@ -1,0 +1,1 @@
+"""Written answers: read answers.yaml, score each answer, measure the key."""

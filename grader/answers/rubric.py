@@ -1,0 +1,359 @@
+r"""Written answers (question type `text`) scored by the claims they make, not by words.
+
+    grade_text(text, entry, points, prompt) -> TextGrade   score, concepts found/missed, review reasons
+    check_rubric(rubric, points)                          raises ValueError for a broken rubric
+
+A rubric is a list of items, one per key point, each with its `points` and `concept` and:
+
+    subject: [patterns]   what the point must be said of (optional)
+    accept:  [patterns]   wordings of the point (`any` is the old name)
+    reject:  [patterns]   wordings of its opposite (`none` is the old name)
+    topic:   [patterns]   words that show the answer talks about the point (optional)
+    all:     [patterns]   each must occur somewhere in the answer (optional)
+
+The key's entry may also list `prompts` (the question in other languages), `min_words` and
+`max_words`. The rubric's data knows the lesson; this code and `grader.answers.text` know
+only language. How an answer is read:
+
+1. Folded (lower case, accents dropped) and cut into clauses (`answers_text.read`).
+2. A match of `accept` or `reject` is said of the nearest subject (of any item of the
+   question) before it in its clause, else the nearest after it, else the last one named
+   in an earlier clause; with none named before it, it is taken as said of its own subject
+   ("Everything is one big matrix product" answers a question about attention). An item's point counts only when said of its own subject; an item without
+   `subject` takes any. Another item's point said of this item's subject, in a clause that
+   says nothing of this item's own and does not name the other's subject, is this item's
+   opposite (swapped roles: "the Key is what the token is looking for").
+3. A negation word at most NEGATION_REACH words before a match, in its clause, not across a
+   colon or bracket, and outside every matched pattern, turns the match around: a negated
+   point is no point (and a flag). A pattern that holds its own negation ("not real",
+   "không có") is read as written. Where an item's accept and reject matches overlap, the
+   longer one is the reading.
+4. An item scores when its point is said and neither its opposite nor a negated point is.
+   The score is the sum, capped at the question's points. An answer that repeats the
+   question, or strings key words together without a sentence, scores 0.
+
+Patterns are Python regular expressions matched on the folded text; a top-level `|` branch
+that starts (or starts with a group that starts) with a letter or digit matches whole words
+("pad" does not match "keypad"; "k(_\w+)?" does not match "kind"); `A ... B` is A, then at
+most GAP_WORDS words, then B, within one clause and never across a negation or a word
+such as "prevents" (`answers_text.PREVENTIVES`); `{not}` is any negation word.
+
+The grade is unsure (`reasons`: a person should review it) when a point is matched next to
+a negation; when a point and its opposite are both said; when it earns points and also states an opposite; when the score is partial and a
+missed point is half said (its subject or topic named); when it earns points but hedges;
+when it is long (LONG_WORDS) or argues by analogy and misses points; when a full score
+comes from fewer than `min_words` words; when it has more than `max_words`.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from grader.answers.values import SUPERSCRIPTS, strip_accents
+from grader.answers.text import (
+    ANALOGY,
+    FUNCTION_WORD,
+    HEDGE,
+    NEGATION_REACH,
+    NEGATION_WORDS,
+    NOT,
+    SHORT_REACH,
+    WORD,
+    Text,
+    negations,
+    read,
+)
+
+_EPS = 1e-9
+GAP_WORDS = 8
+MIN_WORDS, MAX_WORDS, LONG_WORDS = 6, 120, 30
+COPY_SHARE = 0.8
+"""An answer whose words are at least this share of the question's is the question copied."""
+
+REASONS = {
+    "negation": "a key point is stated next to a negation (\"not\", \"không\"...), which may turn it around",
+    "conflict": "the answer states a key point and also its opposite",
+    "mixed": "the answer earns points but also states the opposite of a key point",
+    "partial": "partial credit: only some key points were recognised, and the others may be said in other words",
+    "hedge": "it earns points but hedges (\"maybe\", \"chắc là\", a question mark)",
+    "paraphrase": "a long answer, or one that argues by analogy, that the patterns do not give full marks",
+    "short": "very short for full marks",
+    "long": "unusually long",
+}
+
+
+@dataclass(frozen=True)
+class TextGrade:
+    score: float
+    found: tuple[str, ...]
+    missed: tuple[str, ...]
+    opposite: tuple[str, ...]
+    """Concepts whose opposite the answer states (a subset of `missed`)."""
+    reasons: tuple[str, ...]
+    """Why a person should review the score, in plain words; empty when the grader is sure."""
+    copied: bool = False
+    """The answer repeats the question (or one of the key's `prompts`)."""
+
+
+# ----------------------------------------------------------------------- patterns
+
+
+@functools.lru_cache(maxsize=4096)
+def term(pattern: str) -> re.Pattern[str]:
+    """A rubric pattern as a regex: accents removed, whole words where a branch starts or
+    ends with one, `A ... B` = A then at most GAP_WORDS words then B, `{not}` any negation."""
+    pattern = strip_accents(pattern.translate(SUPERSCRIPTS)).replace("{not}", NOT)
+    parts = [_whole_words(p.strip()) for p in pattern.split(" ... ")]
+    gap = rf"(?:\W+(?!{NEGATION_WORDS}\b|\w*n't\b)\w+){{0,{GAP_WORDS}}}?\W*"
+    return re.compile(gap.join(f"(?:{p})" for p in parts), re.IGNORECASE)
+
+
+def _whole_words(pattern: str) -> str:
+    branches = []
+    for branch in top_level_branches(pattern):
+        starts_word = bool(re.match(r"\(?(\?:)?\w", branch))
+        if starts_word:
+            branch = r"\b" + branch
+        if re.search(r"(?<!\\)\w$", branch):
+            branch += r"\b"
+        elif starts_word:
+            branch += r"(?!\w)"  # "k(_\w+)?" is "k" or "k_j", never the start of "kind"
+        branches.append(branch)
+    return "|".join(branches)
+
+
+def top_level_branches(pattern: str) -> list[str]:
+    """Split a regex at the `|`s outside groups and classes: "a|(b|c)" -> ["a", "(b|c)"]."""
+    branches, depth, start, in_class, i = [], 0, 0, False, 0
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+        elif char in "()":
+            depth += 1 if char == "(" else -1
+        elif char == "|" and depth == 0:
+            branches.append(pattern[start:i])
+            start = i + 1
+        i += 1
+    return [*branches, pattern[start:]]
+
+
+@dataclass(frozen=True)
+class _Match:
+    start: int
+    end: int
+    item: int
+    kind: str
+    """subject | accept | reject"""
+
+
+def _find(t: Text, rubric: Sequence[Mapping[str, Any]], kind: str, aliases: tuple[str, ...]) -> list[_Match]:
+    found = []
+    for n, item in enumerate(rubric):
+        for pattern in (p for key in aliases for p in item.get(key) or ()):
+            for a, b in t.clauses:
+                found += [_Match(a + m.start(), a + m.end(), n, kind)
+                          for m in term(pattern).finditer(t.folded[a:b]) if m.end() > m.start()]
+    return found
+
+
+def _subjects(matches: list[_Match]) -> list[_Match]:
+    """Subject mentions without overlaps: the longest wins, then the earliest item."""
+    kept: list[_Match] = []
+    for m in sorted(matches, key=lambda m: (-(m.end - m.start), m.item, m.start)):
+        if all(m.end <= k.start or m.start >= k.end for k in kept):
+            kept.append(m)
+    return sorted(kept, key=lambda m: m.start)
+
+
+def _said_of(m: _Match, subjects: list[_Match], clause: tuple[int, int]) -> int | None:
+    """The item whose subject the match is said of, None when no subject was named."""
+    a, b = clause
+    before = [s for s in subjects if a <= s.start and s.end <= m.start]
+    if before:
+        return before[-1].item
+    after = [s for s in subjects if s.start >= m.end and s.end <= b]
+    if after:
+        return after[0].item
+    earlier = [s for s in subjects if s.end <= a]
+    return earlier[-1].item if earlier else None
+
+
+def _negated(m: _Match, negations: list[tuple[int, int]], spans: list[_Match], t: Text,
+             clause: tuple[int, int]) -> bool:
+    for start, end in negations:
+        if not (clause[0] <= start and end <= m.start):
+            continue
+        if any(s.start <= start and end <= s.end for s in spans):
+            continue  # a pattern that holds its own negation, or a subject such as "k"
+        between = t.folded[end:m.start]
+        if re.search(r"[:()\[\]—–]", between):
+            continue  # "no recurrence: the whole sequence ..." - a colon or a bracket ends its reach
+        if len(WORD.findall(between)) <= SHORT_REACH.get(t.folded[start:end], NEGATION_REACH):
+            return True
+    return False
+
+
+# ------------------------------------------------------------------------ scoring
+
+
+@dataclass
+class _Evidence:
+    said: bool = False
+    negated: bool = False
+    opposite: bool = False
+    unbound: bool = False
+    named: bool = False
+    """Its subject or its `topic` was named: the answer talks about the point."""
+
+
+def grade_text(text: str, entry: Mapping[str, Any], points: float, prompt: str = "") -> TextGrade:
+    rubric: Sequence[Mapping[str, Any]] = entry["rubric"]
+    t = read(text)
+    subjects = _subjects(_find(t, rubric, "subject", ("subject",)))
+    claims = _claims(_find(t, rubric, "accept", ("accept", "any")) + _find(t, rubric, "reject", ("reject", "none")))
+    found_negations = negations(t)
+    spans = subjects + claims
+    topics = {m.item for m in _find(t, rubric, "topic", ("topic",))}
+    evidence = [_Evidence(named=n in topics or any(s.item == n for s in subjects)) for n in range(len(rubric))]
+    has_subject = [bool(item.get("subject")) for item in rubric]
+    swapped: list[tuple[int, tuple[int, int]]] = []
+    own_in_clause: set[tuple[int, tuple[int, int]]] = set()
+    for m in claims:
+        clause = next(c for c in t.clauses if c[0] <= m.start < c[1])
+        about = _said_of(m, subjects, clause) if has_subject[m.item] else m.item
+        negated = _negated(m, found_negations, spans, t, clause)
+        ev = evidence[m.item if about is None else about]
+        if about is None and m.kind == "accept" and not negated:
+            ev.unbound = True  # said of nothing named: read as said of its own subject
+            continue
+        if about is not None and about != m.item:
+            # Another item's point said of this item's subject: swapped roles, unless this
+            # item's own point is also said in that clause, or the clause names both (a
+            # relation: "queries are compared with the key").
+            if m.kind == "accept" and not negated and not any(
+                    x.item == m.item and clause[0] <= x.start < clause[1] for x in subjects):
+                swapped.append((about, clause))
+            continue
+        if m.kind == "accept":
+            if negated:
+                ev.negated = ev.opposite = True
+            else:
+                ev.said = True
+                own_in_clause.add((m.item, clause))
+        elif negated:
+            ev.negated = True
+        else:
+            ev.opposite = True
+    for item, clause in swapped:
+        if (item, clause) not in own_in_clause:
+            evidence[item].opposite = True
+    listing = _keyword_list(t, claims)
+    if _copies_question(t, [prompt, *(entry.get("prompts") or ())]):
+        return TextGrade(0.0, (), tuple(str(i["concept"]) for i in rubric), (), (), copied=True)
+    scored, reasons = [], set()
+    for item, ev in zip(rubric, evidence):
+        all_ok = all(term(p).search(t.folded) for p in item.get("all") or ())
+        credited = (ev.said or ev.unbound) and not ev.opposite and all_ok and not listing
+        scored.append(credited)
+        if ev.negated:
+            reasons.add("negation")
+        if (ev.said or ev.unbound) and ev.opposite:
+            reasons.add("conflict")
+    score = min(float(points), sum(float(i["points"]) for i, ok in zip(rubric, scored) if ok))
+    missed = [n for n, ok in enumerate(scored) if not ok]
+    if score > _EPS and any(evidence[n].opposite for n in missed):
+        reasons.add("mixed")
+    if _EPS < score < points - _EPS and not listing:
+        reasons.add("partial")  # where credit is split, a person decides how much
+    words = len(WORD.findall(t.folded))
+    if score > _EPS and HEDGE.search(t.folded):
+        reasons.add("hedge")
+    if score < points - _EPS and not listing and (words >= LONG_WORDS or ANALOGY.search(t.folded)):
+        reasons.add("paraphrase")
+    if score >= points - _EPS and words < int(entry.get("min_words", MIN_WORDS)):
+        reasons.add("short")
+    if words > int(entry.get("max_words", MAX_WORDS)):
+        reasons.add("long")
+    concept = [str(i["concept"]) for i in rubric]
+    return TextGrade(
+        score=score,
+        found=tuple(concept[n] for n, ok in enumerate(scored) if ok),
+        missed=tuple(concept[n] for n in missed),
+        opposite=tuple(concept[n] for n in missed if evidence[n].opposite and not evidence[n].said),
+        reasons=tuple(REASONS[r] for r in REASONS if r in reasons),
+    )
+
+
+def _claims(matches: list[_Match]) -> list[_Match]:
+    """Where an item's accept and reject patterns overlap, the longer match is the reading
+    (a tie goes to the reject): "without scaling, softmax saturates" is not "scaling ... saturates"."""
+    kept = []
+    for m in matches:
+        rivals = [o for o in matches if o.item == m.item and o.kind != m.kind
+                  and o.start < m.end and m.start < o.end]
+        length = m.end - m.start
+        if all(length > o.end - o.start or (length == o.end - o.start and m.kind == "reject")
+               for o in rivals):
+            kept.append(m)
+    return kept
+
+
+def _keyword_list(t: Text, claims: Sequence[_Match]) -> bool:
+    """Key words strung together without a sentence: one clause of four words or more, no
+    function word, no formula, touching two key points or more."""
+    words = WORD.findall(t.folded)
+    return (len(words) >= 4 and len(t.clauses) == 1 and not FUNCTION_WORD.search(t.folded)
+            and not re.search(r"[=:<>()\[\]/^*+]|->|→", t.folded)
+            and len({m.item for m in claims}) >= 2)
+
+
+def _copies_question(t: Text, prompts: Sequence[str]) -> bool:
+    words = set(WORD.findall(t.folded))
+    for prompt in prompts:
+        asked = set(WORD.findall(strip_accents(prompt).lower()))
+        if len(words) >= 3 and len(words & asked) >= COPY_SHARE * len(words):
+            return True
+    return False
+
+
+# --------------------------------------------------------------------- key checks
+
+
+def check_rubric(rubric: Any, points: float) -> None:
+    """Raise ValueError naming what is wrong with a text question's rubric."""
+    if not isinstance(rubric, list) or not rubric:
+        raise ValueError("a text question needs a non-empty `rubric` list")
+    total = 0.0
+    for n, item in enumerate(rubric, 1):
+        if not isinstance(item, Mapping) or not isinstance(item.get("concept"), str):
+            raise ValueError(f"rubric item {n} needs a `concept` name")
+        value = item.get("points")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+            raise ValueError(f"rubric item {n} needs positive `points`")
+        if not (item.get("accept") or item.get("any") or item.get("all")):
+            raise ValueError(f"rubric item {n} needs `accept` (or `any` or `all`) patterns")
+        unknown = set(item) - {"points", "concept", "subject", "topic", "accept", "reject", "any", "all", "none"}
+        if unknown:
+            raise ValueError(f"rubric item {n}: unknown field(s) {sorted(unknown)}")
+        for name in ("subject", "topic", "accept", "reject", "any", "all", "none"):
+            patterns = item.get(name) or []
+            if not isinstance(patterns, list) or not all(isinstance(p, str) and p for p in patterns):
+                raise ValueError(f"rubric item {n}: `{name}` must be a list of words or regexes")
+            for p in patterns:
+                try:
+                    term(p)
+                except re.error as exc:
+                    raise ValueError(f"rubric item {n}: {p!r} is not a valid regular expression "
+                                     f"({exc})") from None
+        total += value
+    if total < points - _EPS:
+        raise ValueError(f"the rubric's points add up to {total}, less than the question's {points}")

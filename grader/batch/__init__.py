@@ -1,0 +1,1 @@
+"""Batch: grade many submissions in workers, locally or on Dask."""

@@ -1,0 +1,107 @@
+"""Grading on an existing Dask cluster: `grader grade --executor dask --scheduler ADDR`.
+
+Each Dask worker process keeps one warm sandbox (a zygote under bubblewrap where it
+works) and grades the submissions it is given one at a time, exactly as a local
+worker does (`pipeline.grade_submission`). Submissions are read from their paths, so
+the workers must see the same filesystem (a shared folder, or a LocalCluster). What
+comes back is the result as JSON text; results are written, and resumption works, in
+the calling process as for local grading. Workers should run one thread each
+(`--nthreads 1`): grading in one process is serialized anyway.
+
+Errors come back as local workers send theirs (`errors.to_doc`): a broken assignment
+stops the batch with its message; any other error of the grader's marks that one
+submission not gradable, after `Grading` retried it once in a fresh sandbox.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+from grader.assignment import Assignment
+from grader.intake.discover import Submission
+from grader.errors import UsageError, from_doc, one_line, stops_the_batch, to_doc
+from grader.batch.pipeline import GradeOptions, Grading, ungradable
+from grader.results import SubmissionResult, from_json_dict
+from grader.sandbox.host import Isolation
+from grader.batch.workers import submission_doc, submission_from
+
+_STATE: dict[str, Any] = {}
+_LOCK = threading.Lock()
+
+
+def grade_all(subs: Sequence[Submission], assignment: Assignment, options: GradeOptions,
+              isolation: Isolation, scheduler: str) -> Iterator[SubmissionResult]:
+    """Yield each result as the cluster finishes it."""
+    try:
+        from distributed import Client, as_completed
+    except ImportError:
+        raise UsageError("--executor dask needs the `distributed` package "
+                         "(pip install 'grader[dask]')") from None
+    init = {"assignment": str(assignment.path), "options": asdict(options),
+            "isolation": isolation.value}
+    with Client(scheduler, timeout="30s") as client:
+        futures = {client.submit(grade_on_worker, init, submission_doc(s), pure=False,
+                                 key=f"grade-{i}-{s.id}"): s for i, s in enumerate(subs)}
+        for future in as_completed(futures):
+            sub = futures[future]
+            try:
+                reply = json.loads(future.result())
+            except Exception as exc:  # the Dask worker died or could not run the task
+                yield ungradable(sub, assignment, one_line(
+                    f"the Dask worker failed: {type(exc).__name__}: {exc}"))
+                continue
+            if "fault" not in reply:
+                yield from_json_dict(reply["result"])
+                continue
+            error = from_doc(reply["fault"])
+            if stops_the_batch(error):
+                for other in futures:
+                    other.cancel()
+                raise error
+            yield ungradable(sub, assignment, one_line(f"{type(error).__name__}: {error}"))
+
+
+def grade_on_worker(init: dict[str, Any], sub_doc: dict[str, Any]) -> str:
+    """Runs on a Dask worker: grade one submission with this process's warm sandbox.
+    Returns JSON: {"result": ...}, or {"fault": {"class", "message"}}."""
+    from grader.results import to_json_dict
+
+    with _LOCK:
+        try:
+            result = _warm(init).grade(submission_from(sub_doc))
+        except Exception as exc:  # ours (a GraderError), or a bug of ours
+            return json.dumps({"fault": to_doc(exc)})
+        return json.dumps({"result": to_json_dict(result)})
+
+
+def _warm(init: dict[str, Any]) -> Grading:
+    """This Dask worker's `Grading` for `init`: sandbox and test session, kept warm."""
+    key = json.dumps(init, sort_keys=True)
+    if _STATE.get("key") != key:
+        import torch
+
+        from grader import assignment as assignment_mod
+        from grader.sandbox.host import Sandbox
+
+        os.environ.setdefault("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")  # a plugin is not ours to run
+        torch.set_num_threads(1)
+        if "grading" in _STATE:
+            _STATE["grading"].close()
+            _STATE["grading"].sandbox.stop()
+        _STATE.clear()
+        a = assignment_mod.load(Path(init["assignment"]))
+        sandbox = Sandbox(Isolation(init["isolation"]), a.limits, hidden=(a.root,))
+        sandbox.launch()
+        sandbox.ready_or_restart()
+        try:
+            grading = Grading(a, sandbox, GradeOptions(**init["options"]))
+        except BaseException:  # a broken reference or tests: no zygote left behind
+            sandbox.stop()
+            raise
+        _STATE.update(key=key, grading=grading)
+    return _STATE["grading"]

@@ -1,0 +1,259 @@
+"""Grading many submissions in parallel: a pool of warm grading workers.
+
+Each worker is a separate `python -m grader.batch.workers` process that imports torch and
+pytest once, starts one sandbox zygote, and grades submissions one after another. It
+talks to the pool over a pipe in JSON lines (plain data, never pickle). A worker that
+dies or hangs costs only the submission it was grading, which gets an *ungradable*
+result (a grader failure, not a zero); the worker is replaced and the batch goes on.
+
+An error of the grader's in a worker crosses the pipe as its class name and message
+(`errors.to_doc`) and is rebuilt here: one that every submission would meet (a broken
+assignment: `errors.stops_the_batch`) stops the batch with its own message, any other
+marks that one submission not gradable (`Grading` already retried it once in a fresh
+sandbox where the sandbox failed).
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import queue
+import subprocess
+import threading
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+from grader.sandbox import interpreter
+from grader.assignment import Assignment
+from grader.intake.discover import Submission
+from grader.errors import GraderError, InternalError, from_doc, one_line, stops_the_batch, to_doc
+from grader.batch.pipeline import GradeOptions, Grading, ungradable
+from grader.results import SubmissionResult, from_json_dict
+from grader.sandbox.host import Isolation
+
+_BOOT = "from grader.batch import workers; workers.main()"
+
+
+def submission_doc(sub: Submission) -> dict[str, Any]:
+    doc = asdict(sub)
+    return {k: (str(v) if isinstance(v, Path) else v) for k, v in doc.items()}
+
+
+def submission_from(doc: dict[str, Any]) -> Submission:
+    paths = {k: (Path(doc[k]) if doc[k] else None) for k in ("module", "notebook", "answers")}
+    return Submission(id=doc["id"], path=Path(doc["path"]), notices=tuple(doc["notices"]), **paths)
+
+
+class Worker:
+    def __init__(self, init: dict[str, Any]) -> None:
+        env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "OMP_NUM_THREADS": "1"}
+        # -I: no PYTHON* variables, no user site, and no current folder on sys.path, so
+        # a `grader/` folder where the command runs (a student's pull request) can never
+        # stand in for this package; the package's own location and our import path
+        # (less the current folder) are put on the path.
+        path = [str(interpreter.PACKAGE.parent),
+                *(p for p in interpreter.import_path() if p != os.getcwd())]
+        self.proc = subprocess.Popen(
+            interpreter.boot_argv(_BOOT, path), stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, env=env, text=True, bufsize=1,
+        )
+        self._send(init)
+        self.ready = self._read(timeout_s=300.0)
+
+    def _send(self, doc: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(doc) + "\n")
+        self.proc.stdin.flush()
+
+    def _read(self, timeout_s: float) -> dict[str, Any] | None:
+        box: queue.Queue[str] = queue.Queue()
+        assert self.proc.stdout is not None
+        reader = threading.Thread(target=lambda: box.put(self.proc.stdout.readline()), daemon=True)  # type: ignore[union-attr]
+        reader.start()
+        try:
+            line = box.get(timeout=timeout_s)
+        except queue.Empty:
+            self.kill()
+            return None
+        return json.loads(line) if line else None
+
+    def grade(self, sub: Submission, timeout_s: float) -> dict[str, Any] | None:
+        try:
+            self._send({"submission": submission_doc(sub)})
+        except (BrokenPipeError, OSError):
+            return None
+        return self._read(timeout_s)
+
+    def kill(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+    def close(self) -> None:
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+            self.proc.wait(timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            self.kill()
+
+
+def grade_all(subs: Sequence[Submission], assignment: Assignment, options: GradeOptions,
+              isolation: Isolation, jobs: int) -> Iterator[SubmissionResult]:
+    """Yield each submission's result as soon as it is graded (in completion order)."""
+    init = {"assignment": str(assignment.path), "options": asdict(options),
+            "isolation": isolation.value}
+    todo: queue.Queue[Submission | None] = queue.Queue()
+    for s in subs:
+        todo.put(s)
+    done: queue.Queue[SubmissionResult | BaseException] = queue.Queue()
+    limits = assignment.limits
+    # A grading the sandbox failed is done again once (`Grading.ATTEMPTS`), with a restart.
+    timeout_s = Grading.ATTEMPTS * (limits.per_submission_s + limits.load_s * 2) + 120
+    threads = [threading.Thread(target=_drive, args=(init, todo, done, assignment, timeout_s),
+                                daemon=True) for _ in range(max(1, min(jobs, len(subs))))]
+    for t in threads:
+        todo.put(None)
+        t.start()
+    try:
+        for _ in subs:
+            item = done.get()
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:  # stopped early (an error, a failed write): the workers take no more
+        _drain(todo, len(threads))
+
+
+def _drain(todo: "queue.Queue[Submission | None]", drivers: int) -> None:
+    while True:
+        try:
+            todo.get_nowait()
+        except queue.Empty:
+            break
+    for _ in range(drivers):
+        todo.put(None)
+
+
+def _drive(init: dict[str, Any], todo: "queue.Queue[Submission | None]",
+           done: "queue.Queue[SubmissionResult | BaseException]", assignment: Assignment,
+           timeout_s: float) -> None:
+    """One worker's loop, in a thread of the pool. Whatever goes wrong here reaches the
+    pool as an error: a thread that died silently would leave the batch waiting."""
+    try:
+        _drive_worker(init, todo, done, assignment, timeout_s)
+    except Exception as exc:  # a bug of ours in the pool itself
+        done.put(InternalError(one_line(f"a grading worker's driver failed: {type(exc).__name__}: {exc}")))
+
+
+def _drive_worker(init: dict[str, Any], todo: "queue.Queue[Submission | None]",
+                  done: "queue.Queue[SubmissionResult | BaseException]", assignment: Assignment,
+                  timeout_s: float) -> None:
+    worker: Worker | None = None
+    while (sub := todo.get()) is not None:
+        if worker is None:
+            worker = Worker(init)
+            if worker.ready is None or "fault" in worker.ready:
+                done.put(_start_failure(worker.ready))
+                worker.kill()
+                return
+        reply = worker.grade(sub, timeout_s)
+        if reply is None:
+            done.put(ungradable(sub, assignment, "the grading worker crashed or hung"))
+            worker.kill()
+            worker = None
+        elif "fault" in reply:
+            error = from_doc(reply["fault"])
+            if stops_the_batch(error):
+                done.put(error)
+                break
+            done.put(ungradable(sub, assignment, _reason(error)))
+        else:
+            done.put(from_json_dict(reply["result"]))
+    if worker is not None:
+        worker.close()
+
+
+def _start_failure(ready: dict[str, Any] | None) -> GraderError:
+    if ready is None:
+        return InternalError("a grading worker could not start (it exited or hung)")
+    error = from_doc(ready["fault"])
+    if stops_the_batch(error):
+        return error  # a broken assignment: its own message, exit 2
+    return InternalError(f"a grading worker could not start: {_reason(error)}")
+
+
+def _reason(error: GraderError) -> str:
+    """One line for a not-gradable result: the error's class and message."""
+    return one_line(f"{type(error).__name__}: {error}")
+
+
+def main() -> None:
+    """Worker process: read tasks on stdin, answer on a private copy of stdout."""
+    out = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)  # anything else printed here goes to stderr, not into the protocol
+    # Private too: the test session's capture puts its own object on sys.stdin.
+    inp = os.fdopen(os.dup(0), "r")
+    from grader import assignment as assignment_mod
+    from grader.sandbox.host import Sandbox
+
+    init = json.loads(inp.readline())
+    sandbox: Sandbox | None = None
+    try:
+        a = assignment_mod.load(Path(init["assignment"]))
+        sandbox = Sandbox(Isolation(init["isolation"]), a.limits, hidden=(a.root,))
+        sandbox.launch()  # the zygote imports torch while this process does the same
+        _warm_imports()
+        grading = Grading(a, sandbox, GradeOptions(**init["options"]))  # collects the tests
+        sandbox.ready_or_restart()
+    except Exception as exc:
+        if sandbox is not None:
+            sandbox.stop()
+        _answer(out, {"fault": to_doc(exc)})
+        return
+    gc.freeze()  # torch's module objects never die: keep the collector off them
+    ready = _answer(out, {"ready": True, "sandbox": sandbox.level.value if sandbox.level else ""})
+    try:
+        for line in inp if ready else ():
+            if not _answer(out, _grade_line(line, grading)):
+                break
+    finally:
+        sandbox.stop()
+    os._exit(0)  # skip the interpreter's teardown of torch (~0.5 s): nothing is left to do
+
+
+def _answer(out: Any, doc: dict[str, Any]) -> bool:
+    """Send one line to the pool; False when the pool is gone (it stopped early, on an
+    error of its own: nobody is left to answer, and that is not this worker's error)."""
+    try:
+        out.write(json.dumps(doc) + "\n")
+        out.flush()
+    except (BrokenPipeError, ConnectionResetError):
+        return False
+    return True
+
+
+def _warm_imports() -> None:
+    """What every submission needs, paid once: torch (one thread: one worker per core)
+    and nbformat. The reference and the tests are loaded by `Grading`."""
+    import nbformat  # noqa: F401
+    import torch
+
+    torch.set_num_threads(1)
+
+
+def _grade_line(line: str, grading: Grading) -> dict[str, Any]:
+    """One submission's answer: {"result": ...}, or {"fault": {"class", "message"}} for an
+    error of the grader's (the parent rebuilds it: `errors.from_doc`)."""
+    from grader.results import to_json_dict
+
+    sub = submission_from(json.loads(line)["submission"])
+    try:
+        return {"result": to_json_dict(grading.grade(sub))}
+    except Exception as exc:  # ours (a GraderError), or a bug of ours: never the student's
+        return {"fault": to_doc(exc)}
+
+
+if __name__ == "__main__":
+    main()

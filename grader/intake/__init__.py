@@ -1,0 +1,1 @@
+"""Intake: find submissions and read their files, which are hostile input."""

@@ -1,0 +1,1 @@
+"""Report: result.json, HTML, terminal tables and the export formats."""

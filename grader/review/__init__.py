@@ -1,0 +1,1 @@
+"""Review: a person grades the answers the scorer was unsure of."""

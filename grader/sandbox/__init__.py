@@ -1,0 +1,1 @@
+"""The sandbox, host side: start the zygote, hand it work, read its answers."""

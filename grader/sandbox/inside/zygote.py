@@ -1,0 +1,313 @@
+"""A warm process that imports torch once and forks a fresh child per submission.
+
+Started by `sandbox` (inside bubblewrap, or as a plain process). It stays
+single-threaded and never runs a torch op, so forking is safe and cheap (~10 ms instead
+of ~1.3 s for a fresh interpreter). The zygote itself never runs student code.
+
+Each child, before any student code runs (`grader.sandbox.inside.spawn`):
+
+1. closes every file descriptor but its protocol socket and its output socket (the
+   zygote's control socket above all: a child holding it could steal or forge the
+   zygote's frames and disturb the next student);
+2. enters new namespaces and drops to an unprivileged user, in one of these ways:
+
+   - `root-private`: the zygote is real root (process mode as root). The child
+     unshares mount, pid, net, ipc and uts namespaces, becomes pid 1 of the new pid
+     namespace, builds a private root on a size-capped tmpfs (read-only binds of the
+     system libraries and the Python runtime, a minimal /dev, a fresh /proc, a private
+     workdir; nothing else: not the repository, not the assignment, not reports/, not
+     $HOME), moves it to / and chroots into it, then setuid()s to a uid of its own.
+   - `setuid-userns`: the zygote is root with only CAP_SETUID/SETGID/KILL (bubblewrap
+     as root) or a root that cannot mount. The child setuid()s to a uid of its own,
+     then unshares user, pid, net, ipc and uts namespaces (uid 65534 inside).
+   - `userns`: the zygote is not root (a laptop, unprivileged bubblewrap): the child
+     unshares user, pid, net, ipc and uts namespaces (uid 65534 inside).
+   - `none`: no namespaces (macOS, or a kernel that refuses): rlimits only.
+
+   A uid of its own (random in [UID_MIN, UID_MAX)) makes RLIMIT_NPROC count only this
+   child's processes (the kernel does not enforce RLIMIT_NPROC for uid 0 at all, even
+   inside a user namespace: measured), and lets the zygote kill every process the
+   child left behind with kill(-1) from that uid, even without a pid namespace;
+3. sets no_new_privs, drops every capability, applies rlimits (address space, CPU
+   seconds, processes, file size, no core dumps);
+4. sends one `{"isolation": {...}}` frame describing what it actually got, then serves
+   `child.run` on its protocol socket, always fd 3 (stdin is /dev/null; stdout and
+   stderr go to the output socket).
+
+Control protocol on the inherited Unix socket (frames from `wire`):
+    {"op": "fork", "limits": {...}} + 2 fds (protocol, output) -> {"pid": n}
+    {"op": "kill", "pid": n}  -> {"status": int, "cpu_s": float}
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import resource
+import shutil
+import signal
+import socket
+import sys
+import tempfile
+import time
+from typing import Any
+
+import IPython.core.interactiveshell  # noqa: F401
+import torch  # noqa: F401  (imported once here so every child starts warm)
+
+from grader.sandbox.inside import child
+from grader.sandbox import wire
+from grader.sandbox.inside.isolation import LINUX, PR_SET_CHILD_SUBREAPER, prctl
+from grader.sandbox.inside.spawn import fork_child
+
+
+def _prewarm() -> None:
+    """What torch imports lazily on the first meta-device op (~1 s): paid once here
+    instead of once per student. `grader check` skips it: its public tests do not use
+    the meta device, and a student waits for start-up once."""
+    import sympy  # noqa: F401
+    import torch._decomp  # noqa: F401
+    import torch._dynamo  # noqa: F401
+    import torch._refs  # noqa: F401
+    import torch._subclasses.fake_tensor  # noqa: F401
+
+
+def _prebuild_shell() -> None:
+    """Build IPython's shell once (~35 ms per notebook otherwise): each forked child
+    gets its own pristine copy of it, with an empty namespace."""
+    child.make_shell()
+
+
+UID_MIN = 1_900_000_000
+UID_MAX = 2_000_000_000
+
+
+class ZygoteConfig:
+    """What the sandbox told the zygote at start (argv[3], JSON)."""
+
+    def __init__(self, doc: dict[str, Any]) -> None:
+        self.level = str(doc.get("level", "process"))
+        self.private_root = bool(doc.get("private_root", False))
+        self.prewarm = bool(doc.get("prewarm", True))
+        self.ro_paths = [str(p) for p in doc.get("ro_paths", [])]
+        self.devices = [str(p) for p in doc.get("devices", []) if str(p).startswith("/dev/nvidia")]
+
+
+def main(control_fd: int, config: dict[str, Any] | None = None) -> None:
+    cfg = ZygoteConfig(config or {})
+    if cfg.prewarm:
+        _prewarm()
+        _prebuild_shell()
+    control = socket.socket(fileno=control_fd)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    # What a child leaves behind when it is killed (the pid-1 process of its namespace,
+    # orphans) is re-parented here and reaped, instead of piling up as zombies under an
+    # init that may never reap them (a container's).
+    prctl(PR_SET_CHILD_SUBREAPER, 1)
+    strategy = _strategy(cfg)
+    tmp_root = tempfile.mkdtemp(prefix="grader-children-")
+    # Children that become their own uid before creating their workdir need to write
+    # here; sticky and not listable, so none can see or remove another's.
+    os.chmod(tmp_root, 0o1733 if strategy in ("setuid-userns",) else 0o711)
+    children: dict[int, tuple[str, int | None, int | None]] = {}
+    # False: the sandbox was stopped before this was ready; nobody to serve.
+    serving = _reply(control, {"ready": True, "pid": os.getpid(), "strategy": strategy})
+    while serving:
+        try:
+            msg, fds, _flags, _addr = socket.recv_fds(control, 1 << 16, 2)
+        except (EOFError, ConnectionError):
+            break
+        if not msg:
+            break
+        request = _parse(msg)
+        _reap_orphans(children)
+        if request.get("op") == "fork" and len(fds) == 2:
+            workdir = os.path.join(tmp_root, "s-" + os.urandom(6).hex())
+            uid = _fresh_uid() if strategy in ("root-private", "setuid-userns") else None
+            pid, inner = fork_child(fds[0], fds[1], request.get("limits", {}), workdir, uid,
+                                    strategy, cfg)
+            children[pid] = (workdir, uid, inner)
+            for fd in fds:
+                os.close(fd)
+            if not _reply(control, {"pid": pid}):
+                break
+        elif request.get("op") == "kill":
+            pid = int(request["pid"])
+            workdir, uid, inner = children.pop(pid, ("", None, None))
+            cpu_before = _children_cpu()
+            status = _kill(pid, _exited.pop(pid, None), inner)
+            if uid is not None:
+                _reap_uid(uid, workdir)
+            if workdir:
+                shutil.rmtree(workdir, ignore_errors=True)
+            _reap_orphans(children)
+            if not _reply(control, {"status": status, "cpu_s": round(_children_cpu() - cpu_before, 4)}):
+                break
+        else:
+            for fd in fds:
+                os.close(fd)
+            if not _reply(control, {"error": "bad request"}):
+                break
+    for pid, (workdir, uid, inner) in children.items():
+        _kill(pid, _exited.pop(pid, None), inner)
+        if uid is not None:
+            _reap_uid(uid, workdir)
+    _reap_orphans({}, wait_s=1.0)
+    shutil.rmtree(tmp_root, ignore_errors=True)
+    # Skip the interpreter's teardown of torch (seconds): nothing is left to flush.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+def _reply(control: socket.socket, doc: dict[str, Any]) -> bool:
+    """Answer the sandbox; False when it is gone (stopped, or its process died): then
+    this zygote cleans up and exits, without a traceback on the grader's stderr."""
+    try:
+        wire.send_frame(control, doc)
+    except OSError:
+        return False
+    return True
+
+
+def _parse(msg: bytes) -> dict[str, Any]:
+    try:
+        doc = json.loads(msg[4:].decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def _strategy(cfg: ZygoteConfig) -> str:
+    """How children will be isolated, from what this zygote is allowed to do."""
+    if not LINUX:
+        return "none"
+    if os.geteuid() == 0:
+        if cfg.private_root and _has_cap(21):  # CAP_SYS_ADMIN
+            return "root-private"
+        if _has_cap(6) and _has_cap(7):  # CAP_SETGID, CAP_SETUID
+            return "setuid-userns"
+    return "userns"
+
+
+def _has_cap(bit: int) -> bool:
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("CapEff:"):
+                    return bool(int(line.split()[1], 16) >> bit & 1)
+    except OSError:
+        pass
+    return False
+
+
+def _fresh_uid() -> int:
+    return random.SystemRandom().randrange(UID_MIN, UID_MAX)
+
+
+# ---------------------------------------------------------------- killing
+
+
+_exited: dict[int, int] = {}
+"""Exit statuses of our children that `_reap_orphans` collected before their `kill`."""
+
+
+def _reap_orphans(children: dict[int, Any], wait_s: float = 0.0) -> None:
+    """Collect exited children and orphans; with `wait_s`, wait that long for an orphan
+    (a killed child's pid-1 process, which may still be dying)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid in children:
+            _exited[pid] = status
+        elif pid:
+            if wait_s:
+                return  # the orphan we were waiting for
+            continue
+        if pid == 0:
+            if time.monotonic() >= deadline:
+                return
+            time.sleep(0.002)
+
+
+def _children_cpu() -> float:
+    """CPU seconds of every child reaped so far: the delta around one child's reaping is
+    that child's cost (best effort: a child reaped earlier by `_reap_orphans` is missed)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _kill(pid: int, status: int | None = None, inner: int | None = None) -> int:
+    """Kill a child with everything it started; its exit status, as a shell gives it.
+
+    `inner` is the pid-1 process of the child's pid namespace (the one running student
+    code), which `pid` waits for. Killing it first tears the namespace down, lets `pid`
+    reap it and exit, and leaves no orphan behind."""
+    if status is None and inner is not None:
+        try:
+            done, status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            done, status = pid, 0
+        if done == 0:
+            status = None
+            try:
+                os.kill(inner, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            deadline = time.monotonic() + 2.0
+            while time.monotonic() < deadline:
+                done, st = os.waitpid(pid, os.WNOHANG)
+                if done:
+                    status = st
+                    break
+                time.sleep(0.001)
+    for target in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
+        try:
+            target()
+        except (ProcessLookupError, PermissionError):
+            pass
+    if status is None:
+        try:
+            _, status = os.waitpid(pid, 0)
+        except ChildProcessError:
+            return 0
+    code = os.waitstatus_to_exitcode(status)
+    return 128 - code if code < 0 else code
+
+
+def _reap_uid(uid: int, workdir: str) -> None:
+    """Kill every process of a child's own uid, then remove its workdir, as that uid.
+
+    kill(-1) from a process of uid U reaches exactly the processes of uid U (nothing
+    else runs as U), wherever they hid: a new session, a daemonized grandchild. Run
+    from a short-lived fork of the zygote, which keeps its own privileges.
+    """
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+            for _ in range(3):
+                try:
+                    os.kill(-1, signal.SIGKILL)
+                except ProcessLookupError:
+                    break
+            if workdir and os.path.isdir(workdir):
+                shutil.rmtree(workdir, ignore_errors=True)
+        except BaseException:
+            code = 1
+        os._exit(code)
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]), json.loads(sys.argv[2]) if len(sys.argv) > 2 else None)

@@ -1,0 +1,109 @@
+"""The package tree is the data flow: a stage imports only the stages before it.
+
+intake -> sandbox -> testing -> answers -> score -> report -> batch -> review, with
+the shared plain-data modules (errors, results, assignment, ...) below them all and
+the commands (cli, kit, validate) above. What runs next to student code
+(`grader.sandbox.inside`) imports only the wire between it and the grader.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import grader
+
+PACKAGE = Path(grader.__file__).parent
+LAYERS = [
+    {"grader", "grader.errors", "grader.limits", "grader.results", "grader.figures",
+     "grader.assignment", "grader.environment"},
+    {"grader.intake"},
+    {"grader.sandbox"},
+    {"grader.testing"},
+    {"grader.answers"},
+    {"grader.score"},
+    {"grader.report"},
+    {"grader.batch"},
+    {"grader.review"},
+    {"grader.cli", "grader.kit", "grader.validate"},
+]
+INSIDE = "grader.sandbox.inside"
+INSIDE_MAY_IMPORT = ("grader.sandbox.wire", "grader.sandbox.frames", "grader.sandbox.protocol",
+                     INSIDE)
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        out[name] = path
+    return out
+
+
+def _grader_imports(path: Path, name: str) -> set[str]:
+    found = set()
+    is_pkg = path.name == "__init__.py"
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.split(".")[0] == "grader"}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                pkg = name.split(".") if is_pkg else name.split(".")[:-1]
+                pkg = pkg[:len(pkg) - node.level + 1]
+                base = ".".join(pkg + ([base] if base else []))
+            if base.split(".")[0] != "grader":
+                continue
+            for alias in node.names:  # `from grader.x import y`: y may be a module
+                found.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in _MODULES else base)
+    return found
+
+
+_MODULES = _modules()
+
+
+def _layer(module: str) -> int:
+    for i, layer in enumerate(LAYERS):
+        if any(module == top or module.startswith(top + ".") for top in layer if top != "grader"):
+            return i
+    assert module == "grader", f"{module} is in no layer: add it to LAYERS"
+    return 0
+
+
+def test_every_module_has_a_layer():
+    for name in _MODULES:
+        _layer(name)
+
+
+@pytest.mark.parametrize("name", sorted(_MODULES))
+def test_a_stage_imports_only_the_stages_before_it(name):
+    mine = _layer(name)
+    later = sorted(m for m in _grader_imports(_MODULES[name], name) if _layer(m) > mine)
+    assert not later, f"{name} (layer {mine}) imports later stages: {later}"
+
+
+@pytest.mark.parametrize("name", sorted(n for n in _MODULES if n.startswith(INSIDE)))
+def test_inside_the_sandbox_only_the_wire_is_imported(name):
+    bad = sorted(m for m in _grader_imports(_MODULES[name], name)
+                 if m != "grader" and not m.startswith(INSIDE_MAY_IMPORT))
+    assert not bad, f"{name} runs next to student code and imports {bad}"
+
+
+@pytest.mark.parametrize("name", sorted(_MODULES))
+def test_no_module_is_over_400_lines(name):
+    lines = len(_MODULES[name].read_text().splitlines())
+    assert lines <= 400, f"{name} has {lines} lines: split it along what it does"
+
+
+@pytest.mark.parametrize("module", ["grader.score", "grader.answers.grade", "grader.report.html",
+                                    "grader.results", "grader.intake.load"])
+def test_scoring_and_reporting_do_not_load_pytest_or_torch(module):
+    code = (f"import sys, {module}; "
+            "print(','.join(m for m in ('pytest', 'torch') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "", f"importing {module} loads {out.stdout.strip()}"
