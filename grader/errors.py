@@ -8,6 +8,8 @@
     │   └── SandboxUnavailable
     ├── OutputError              the reports cannot be written (disk full, permissions)
     ├── EnvironmentMissing       a package the assignment declares is not installed here
+    ├── SubmissionError          the student's work is at fault: a value in the result
+    │   └── UnreadableSubmission     a file cannot be read (a link, too large, not text)
     └── InternalError            a bug of ours: never reported as a student's zero
         └── SandboxFailure       a child could not be isolated or run as promised
             └── SandboxLost      the zygote died or its control socket broke
@@ -73,6 +75,15 @@ class OutputError(GraderError):
         why = exc.strerror or str(exc) or type(exc).__name__
         return cls(f"cannot write {path}: {why}; free some space (or fix the permissions) "
                    "and run the same command again: results already written are kept")
+
+
+class SubmissionError(GraderError):
+    """The student's work is at fault. Never an exit code or a crash: it becomes the
+    result's `error` status with this message, which says what to fix."""
+
+
+class UnreadableSubmission(SubmissionError):
+    """A file of the submission cannot be used; the message says how to fix it."""
 
 
 class EnvironmentMissing(GraderError):

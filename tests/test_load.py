@@ -45,3 +45,48 @@ def test_a_file_invalid_in_its_encoding_gets_a_message_that_says_what_to_do(
     with pytest.raises(UnreadableSubmission) as info:
         read_source(path)
     assert words in str(info.value) and str(info.value).startswith("attention.py ")
+
+
+# ------------------------------------------------------------------ the one safe reader
+
+
+def test_the_reader_refuses_a_fifo_without_blocking(tmp_path):
+    import os
+
+    from grader.intake.read import read_bytes
+
+    fifo = tmp_path / "attention.py"
+    os.mkfifo(fifo)
+    with pytest.raises(UnreadableSubmission, match="not a regular file"):
+        read_bytes(fifo)
+
+
+def test_the_reader_refuses_a_link_and_a_huge_file(tmp_path):
+    from grader.intake.read import read_bytes
+
+    secret = tmp_path / "secret.txt"
+    secret.write_text("x" * 100)
+    link = tmp_path / "attention.py"
+    link.symlink_to(secret)
+    with pytest.raises(UnreadableSubmission, match="symbolic link"):
+        read_bytes(link)
+    with pytest.raises(UnreadableSubmission, match="larger than"):
+        read_bytes(secret, limit=10)
+
+
+def test_answers_and_digest_go_through_the_same_reader(tmp_path):
+    import os
+
+    from grader.answers.submitted import load_answers
+    from grader.intake.read import digest
+
+    fifo = tmp_path / "answers.yaml"
+    os.mkfifo(fifo)
+    answers, problems = load_answers(fifo)  # would block forever if opened plainly
+    assert answers is None and "not a regular file" in problems[0]
+    assert len(digest([fifo])) == 16
+    huge = tmp_path / "attention.py"
+    huge.write_bytes(b"#" * (17 * 1024 * 1024))
+    before = digest([huge])
+    huge.write_bytes(b"#" * (17 * 1024 * 1024 + 1))
+    assert digest([huge]) == before  # both refused alike: too large

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import os
-import stat
 import textwrap
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import yaml
 
+from grader.errors import UnreadableSubmission
+from grader.intake.read import MAX_ANSWERS_BYTES, read_bytes
 from grader.answers.values import kind_of
 from grader.assignment import Question
 
-MAX_ANSWERS_BYTES = 256 * 1024
 
 
 # ------------------------------------------------------------------------ reading
@@ -33,19 +33,12 @@ def load_answers(path: str | os.PathLike[str]) -> tuple[dict[str, Any] | None, l
     """Read a student's answers.yaml: (answers or None, problems in plain words)."""
     path = Path(path)
     name = path.name
-    try:
-        info = os.lstat(path)
-        if stat.S_ISLNK(info.st_mode) or not stat.S_ISREG(info.st_mode):
-            return None, [f"{name} is not a regular file (a link or a folder?); it was not read."]
-        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-        with os.fdopen(os.open(path, flags), "rb") as fh:
-            raw = fh.read(MAX_ANSWERS_BYTES + 1)
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         return None, [f"there is no {name}; the written answers score 0 until you add it."]
-    except OSError as exc:
-        return None, [f"{name} could not be read ({exc.strerror})."]
-    if len(raw) > MAX_ANSWERS_BYTES:
-        return None, [f"{name} is larger than {MAX_ANSWERS_BYTES // 1024} KiB; it was not read."]
+    try:
+        raw = read_bytes(path, MAX_ANSWERS_BYTES)
+    except UnreadableSubmission as exc:
+        return None, [f"{exc}; it was not read."]
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

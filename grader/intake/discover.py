@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
 from grader.assignment import Assignment
+from grader.intake import read
 from grader.errors import NoSubmissionsFound
 
 CODE_SUFFIXES = (".py", ".ipynb")
@@ -33,11 +33,7 @@ class Submission:
 
     def digest(self) -> str:
         """Hash of the submission's content, for resuming an interrupted batch."""
-        h = hashlib.sha256()
-        for f in self.files():
-            h.update(f.name.encode() + b"\0")
-            h.update(f.read_bytes() if f.is_file() and not f.is_symlink() else b"<missing>")
-        return h.hexdigest()[:16]
+        return read.digest(self.files())
 
 
 def discover(target: Path, assignment: Assignment) -> list[Submission]:

@@ -17,13 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from grader.errors import UnreadableSubmission
+from grader.intake.read import MAX_ANSWERS_BYTES, MAX_CODE_BYTES, MAX_NOTEBOOK_BYTES, read_bytes
 from grader.intake.discover import Submission
 
-MAX_CODE_BYTES = 2 * 1024 * 1024
-
-
-class UnreadableSubmission(Exception):
-    """A file of the submission cannot be used; the message says how to fix it."""
 
 
 @dataclass(frozen=True)
@@ -41,7 +38,7 @@ def read_submission(sub: Submission) -> LoadedSubmission:
     files = tuple(p.name for p in sub.files())
     try:
         if sub.notebook is not None:
-            text = read_text(sub.notebook, MAX_CODE_BYTES * 8)
+            text = read_text(sub.notebook, MAX_NOTEBOOK_BYTES)
             request = {"op": "load", "kind": "notebook", "cells": notebook_cells(sub.notebook, text),
                        "filename": sub.notebook.name, "files": _copies(sub, sub.notebook, text)}
             return LoadedSubmission("notebook", request, notices=sub.notices, files=files)
@@ -64,25 +61,10 @@ def _copies(sub: Submission, code: Path, text: str) -> dict[str, str]:
     copies = {code.name: text}
     if sub.answers is not None:
         try:
-            copies[sub.answers.name] = read_text(sub.answers, 256 * 1024)
+            copies[sub.answers.name] = read_text(sub.answers, MAX_ANSWERS_BYTES)
         except UnreadableSubmission:
             pass  # the answers' own problems are reported by `answers.load_answers`
     return copies
-
-
-def read_bytes(path: Path, limit: int = MAX_CODE_BYTES) -> bytes:
-    """Read a regular file without following a symbolic link, refusing huge files."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    except OSError as exc:
-        raise UnreadableSubmission(f"{path.name} cannot be opened ({exc.strerror})") from None
-    with os.fdopen(fd, "rb") as f:
-        data = f.read(limit + 1)
-    if len(data) > limit:
-        raise UnreadableSubmission(
-            f"{path.name} is larger than {limit // 1024} KiB; hand in only your code "
-            "(clear large notebook outputs)")
-    return data
 
 
 def read_text(path: Path, limit: int = MAX_CODE_BYTES) -> str:
