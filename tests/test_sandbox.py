@@ -21,7 +21,7 @@ import pytest
 from click.testing import CliRunner
 
 from grader.sandbox import host as sandbox
-from grader.sandbox import wire
+from grader.sandbox import launch, wire
 from grader.errors import SandboxUnavailable
 from grader.sandbox.host import Isolation, Limits, Sandbox
 
@@ -128,12 +128,12 @@ def processes_of_uid(uid: int) -> list[str]:
 
 
 def test_auto_falls_back_to_process_without_bwrap(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sandbox, "_BWRAP_OK", False)
+    monkeypatch.setattr(launch, "_BWRAP_OK", False)
     assert Sandbox(Isolation.AUTO).resolve_level() is Isolation.PROCESS
     assert Sandbox(Isolation.PROCESS).resolve_level() is Isolation.PROCESS
     with pytest.raises(SandboxUnavailable, match="--sandbox auto"):
         Sandbox(Isolation.BWRAP).resolve_level()
-    monkeypatch.setattr(sandbox, "_BWRAP_OK", True)
+    monkeypatch.setattr(launch, "_BWRAP_OK", True)
     assert Sandbox(Isolation.AUTO).resolve_level() is Isolation.BWRAP
 
 
@@ -502,7 +502,7 @@ def test_grader_check_works_without_bwrap(tmp_path: Path, monkeypatch: pytest.Mo
     """A student's laptop: no bubblewrap, `--sandbox auto` falls back to a plain process."""
     from grader.cli import main as cli
 
-    monkeypatch.setattr(sandbox, "_BWRAP_OK", False)
+    monkeypatch.setattr(launch, "_BWRAP_OK", False)
     work = tmp_path / "mywork"
     work.mkdir()
     (work / "solution.py").write_text("def add(a, b):\n    return a + b\n")

@@ -9,9 +9,12 @@ from __future__ import annotations
 import json
 import socket
 import struct
+import time
 from typing import Any
 
 MAX_FRAME_BYTES = 256 * 1024 * 1024
+WIRE_VERSION = 1
+"""What the grader and its sandbox speak: sent in each side's first message, and checked."""
 
 
 class WireError(Exception):
@@ -45,3 +48,38 @@ def _recv_exact(sock: socket.socket, n: int) -> bytes:
             raise EOFError("peer closed the connection")
         chunks += chunk
     return bytes(chunks)
+
+
+def recv_frame_until(sock: socket.socket, deadline: float, max_bytes: int) -> dict[str, Any]:
+    """`recv_frame` with one deadline for the whole frame (TimeoutError after it)."""
+    (length,) = struct.unpack(">I", _recv_exact_until(sock, 4, deadline))
+    if length > max_bytes:
+        raise WireError(f"a frame of {length} bytes exceeds the {max_bytes}-byte limit")
+    body = _recv_exact_until(sock, length, deadline)
+    try:
+        doc = json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise WireError(f"frame is not JSON: {str(exc)[:200]}") from None
+    if not isinstance(doc, dict):
+        raise WireError("frame is not a JSON object")
+    return doc
+
+
+def _recv_exact_until(sock: socket.socket, n: int, deadline: float) -> bytes:
+    chunks = bytearray()
+    while len(chunks) < n:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("deadline passed")
+        sock.settimeout(left)
+        chunk = sock.recv(min(n - len(chunks), 1 << 20))
+        if not chunk:
+            raise EOFError("peer closed the connection")
+        chunks += chunk
+    return bytes(chunks)
+
+
+def pack(doc: dict[str, Any]) -> bytes:
+    """One frame as bytes (for `socket.send_fds`, which sends a frame with descriptors)."""
+    body = json.dumps(doc, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    return struct.pack(">I", len(body)) + body

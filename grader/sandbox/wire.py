@@ -22,9 +22,8 @@ from typing import Any, Callable
 
 import torch
 
-from grader.sandbox.frames import MAX_FRAME_BYTES, WireError, recv_frame, send_frame
+from grader.sandbox.frames import WIRE_VERSION, MAX_FRAME_BYTES, WireError, recv_frame, send_frame
 
-WIRE_VERSION = 1
 MAX_DEPTH = 32
 
 _DTYPES: dict[str, torch.dtype] = {
@@ -157,5 +156,5 @@ def _decode_tensor(doc: dict[str, Any], device_map: Callable[[str], str] | None)
     return t if device == "cpu" else t.to(device)
 
 
-__all__ = ["Handle", "MAX_FRAME_BYTES", "WireError", "decode", "dtype_name", "encode",
+__all__ = ["Handle", "MAX_FRAME_BYTES", "WIRE_VERSION", "WireError", "decode", "dtype_name", "encode",
            "recv_frame", "send_frame"]

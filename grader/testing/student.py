@@ -11,72 +11,21 @@ where a test caught it, so the submission is graded again in a fresh sandbox.
 
 from __future__ import annotations
 
-import ast
-import builtins
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from grader import environment
-from grader.sandbox import wire
+from grader.sandbox import protocol, wire
 from grader.figures import MAX_FIGURES, FigureBatch, checked_batch
 from grader.errors import SandboxFailure
 from grader.sandbox.host import Child, Limits, Sandbox
-
-
-class StudentProblem(Exception):
-    """Base of what a student's code did to a test (as opposed to a wrong value)."""
-
-
-class StudentRaised(StudentProblem):
-    """The student's code raised; for builtin types the instance is also one of them."""
-
-    type_name: str = "Exception"
-    student_traceback: str = ""
-
-    def __str__(self) -> str:
-        return f"{self.type_name}: {self.args[0] if self.args else ''}"
-
-
-class StudentCrashed(StudentProblem):
-    """The child died, exited, or sent garbage."""
-
-
-class StudentTimeout(StudentProblem):
-    """A time limit was reached."""
-
-
-class MissingName(StudentProblem):
-    """The submission does not define a name a test uses."""
-
-
-_RAISED_CLASSES: dict[str, type[StudentRaised]] = {}
-_NOT_MIXED = {"BaseException", "SystemExit", "KeyboardInterrupt", "GeneratorExit",
-              "AssertionError", "StopIteration", "StopAsyncIteration"}
-
-
-def raised_class(builtin_name: str | None) -> type[StudentRaised]:
-    """A StudentRaised subclass that is also the named builtin exception type.
-
-    Built from the builtin's *name* only: nothing the child sends is ever executed or
-    unpickled. AssertionError is never mixed in, so a student's assert cannot pass for
-    a test's verdict.
-    """
-    name = builtin_name if builtin_name and builtin_name not in _NOT_MIXED else None
-    base = getattr(builtins, name, None) if name else None
-    if not (isinstance(base, type) and issubclass(base, Exception)):
-        return StudentRaised
-    if name not in _RAISED_CLASSES:
-        _RAISED_CLASSES[name] = type(f"Student{name}", (StudentRaised, base), {})
-    return _RAISED_CLASSES[name]
-
-
-def make_raised(info: dict[str, Any]) -> StudentRaised:
-    exc = raised_class(info.get("builtin"))(str(info.get("message", "")))
-    exc.type_name = str(info.get("type", "Exception"))[:100]
-    exc.student_traceback = str(info.get("traceback", ""))
-    return exc
+from grader.testing.load_messages import _import_failed_message
+from grader.testing.student_errors import (
+    MissingName, StudentCrashed, StudentProblem, StudentRaised, StudentTimeout, make_raised,
+    raised_class,
+)
 
 
 @dataclass
@@ -180,10 +129,7 @@ class Connection:
             self._record_load_failure(_ended_message(child, "while loading your code"), False)
         else:
             if first:
-                value = reply.get("value") or {}
-                self.load = LoadOutcome(error=value.get("error"),
-                                        cell_errors=list(value.get("cell_errors", [])),
-                                        defined=list(value.get("defined", [])))
+                self.load = _load_outcome(protocol.reply_from_doc(reply, "load"))
                 if self.load.error:
                     self.load.failure = _import_failed_message(
                         self.label, self.load.error, str(self.load_request.get("source", "")),
@@ -203,12 +149,13 @@ class Connection:
 
     # -- requests
 
-    def request(self, doc: dict[str, Any]) -> Any:
+    def request(self, request: protocol.Request | dict[str, Any]) -> Any:
         child = self._ensure_child()
-        if self.pending_seed is not None:  # sent with the request: no round trip of its own
-            doc, self.pending_seed = {**doc, "seed": self.pending_seed}, None
+        doc = request if isinstance(request, dict) else request.to_doc()
+        # The seed goes with the request: no round trip of its own.
+        doc, self.pending_seed = protocol.with_seed(doc, self.pending_seed), None
         try:
-            reply = child.request(doc, self._time_left())
+            reply = protocol.reply_from_doc(child.request(doc, self._time_left()), doc.get("op"))
         except TimeoutError:
             self._blame_sandbox_if_lost()
             self.timeouts += 1
@@ -219,18 +166,18 @@ class Connection:
         except wire.WireError as exc:
             self._blame_sandbox_if_lost()
             raise StudentCrashed(f"your process sent something that is not plain data ({exc})") from None
-        if "raised" in reply:
-            raise make_raised(reply["raised"])
-        if "missing" in reply:
-            raise MissingName(self._missing_message(str(reply["missing"])))
-        if not reply.get("ok"):
-            raise StudentCrashed(f"unexpected answer from your process: {str(reply)[:200]}")
-        return reply.get("value")
+        if isinstance(reply, protocol.Raised):
+            raise make_raised(reply.error)
+        if isinstance(reply, protocol.Missing):
+            raise MissingName(self._missing_message(reply.name))
+        if not isinstance(reply, protocol.Ok):
+            raise StudentCrashed(f"unexpected answer from your process: {str(reply.to_doc())[:200]}")
+        return reply.value
 
     def figures(self) -> FigureBatch:
         """The figures the submission showed since they were last asked for (its
         notebook's cells included), checked to be PNGs; at most MAX_FIGURES in all."""
-        batch = checked_batch(self.request({"op": "figures"}), MAX_FIGURES - self.figures_taken)
+        batch = checked_batch(self.request(protocol.Figures()), MAX_FIGURES - self.figures_taken)
         self.figures_taken += len(batch.figures)
         return batch
 
@@ -270,58 +217,14 @@ class Connection:
         return message
 
 
-def _import_failed_message(label: str, error: dict[str, Any], source: str = "",
-                           env: environment.Environment | None = None) -> str:
-    """Why a module did not load, with the advice that fits what went wrong: a package
-    outside the environment is named as such; "keep demo code under __main__" is said
-    only where the failing line is code that runs on import (not an import, a def or a
-    class, and not a syntax error)."""
-    text = str(error.get("traceback", ""))
-    line = _last_line_number(text, label)
-    module = environment.missing_module(error)
-    if module:
-        return environment.missing_module_message(
-            f"{label}{f' (line {line})' if line else ''}", module, env)
-    where = f" at line {line}" if line else ""
-    message = f"importing {label} raised {error.get('type')}{where}: {error.get('message')}"
-    if _runs_on_import(source, _module_line(text, label)):
-        message += (". A module must import without errors: keep demo code under "
-                    "`if __name__ == \"__main__\":`")
-    return message
-
-
-def _module_line(traceback_text: str, label: str) -> int:
-    """The line of the top-level statement that was running (the outermost frame of the
-    student's file), or 0."""
-    for ln in traceback_text.splitlines():
-        if label in ln and "line " in ln and ln.rstrip().endswith("in <module>"):
-            number = ln.split("line ", 1)[1].split(",", 1)[0].strip()
-            return int(number) if number.isdigit() else 0
-    return 0
-
-
-def _runs_on_import(source: str, line: int) -> bool:
-    """True when `line` is in a top-level statement that is demo code: not an import,
-    a function or a class definition."""
-    if not line:
-        return False
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        return False
-    for stmt in tree.body:
-        if stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno):
-            return not isinstance(stmt, (ast.Import, ast.ImportFrom, ast.FunctionDef,
-                                         ast.AsyncFunctionDef, ast.ClassDef))
-    return False
-
-
-def _last_line_number(traceback_text: str, label: str) -> str:
-    found = ""
-    for ln in traceback_text.splitlines():
-        if label in ln and "line " in ln:
-            found = ln.split("line ", 1)[1].split(",", 1)[0].strip()
-    return found
+def _load_outcome(reply: protocol.Reply) -> LoadOutcome:
+    """What the first load reported (nothing, for an answer that is not a report)."""
+    report = reply.value if isinstance(reply, protocol.Ok) else None
+    if not isinstance(report, protocol.LoadReport):
+        return LoadOutcome()
+    return LoadOutcome(error=None if report.error is None else report.error.to_doc(),
+                       cell_errors=[c.to_doc() for c in report.cell_errors],
+                       defined=list(report.defined))
 
 
 def _ended_message(child: Child, when: str) -> str:
@@ -344,10 +247,10 @@ class Student:
         return RemoteName(self._conn, name)
 
     def __contains__(self, name: str) -> bool:
-        return bool(self._conn.request({"op": "has", "name": name}))
+        return bool(self._conn.request(protocol.Has(name)))
 
     def seed(self, seed: int) -> None:
-        self._conn.request({"op": "seed", "seed": int(seed)})
+        self._conn.request(protocol.Seed(int(seed)))
 
     def figures(self) -> FigureBatch:
         """What the submission's code showed (plots) since the last call, as checked PNGs:
@@ -357,11 +260,11 @@ class Student:
     @contextmanager
     def spy(self, dotted: str) -> Iterator["SpyCount"]:
         counter = SpyCount()
-        self._conn.request({"op": "spy_start", "target": dotted})
+        self._conn.request(protocol.SpyStart(dotted))
         try:
             yield counter
         finally:
-            counter.count = int(self._conn.request({"op": "spy_stop", "target": dotted}))
+            counter.count = int(self._conn.request(protocol.SpyStop(dotted)))
 
 
 @dataclass
@@ -369,11 +272,10 @@ class SpyCount:
     count: int = 0
 
 
-def _call(conn: Connection, target: dict[str, Any], args: tuple[Any, ...],
+def _call(conn: Connection, target: protocol.Target, args: tuple[Any, ...],
           kwargs: dict[str, Any]) -> Any:
-    doc = {"op": "call", **target, "args": wire.encode(list(args), _handle_of),
-           "kwargs": wire.encode(kwargs, _handle_of)}
-    return _wrap(conn, wire.decode(conn.request(doc)))
+    call = protocol.Call(target, wire.encode(list(args), _handle_of), wire.encode(kwargs, _handle_of))
+    return _wrap(conn, wire.decode(conn.request(call)))
 
 
 def _handle_of(value: Any) -> wire.Handle:
@@ -401,10 +303,11 @@ class RemoteName:
         self._conn, self._name = conn, name
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return _call(self._conn, {"name": self._name}, args, kwargs)
+        return _call(self._conn, protocol.Target(name=self._name), args, kwargs)
 
     def value(self) -> Any:
-        return _wrap(self._conn, wire.decode(self._conn.request({"op": "getattr", "name": self._name})))
+        raw = self._conn.request(protocol.GetAttr(protocol.Target(name=self._name)))
+        return _wrap(self._conn, wire.decode(raw))
 
 
 class RemoteObject:
@@ -423,17 +326,18 @@ class RemoteObject:
         if name.startswith("__"):
             raise AttributeError(name)
         self._check()
-        raw = self._conn.request({"op": "getattr", "handle": self._handle.id, "attr": name})
+        raw = self._conn.request(protocol.GetAttr(protocol.Target(handle=self._handle.id, attr=name)))
         return _wrap(self._conn, wire.decode(raw))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         self._check()
-        return _call(self._conn, {"handle": self._handle.id}, args, kwargs)
+        return _call(self._conn, protocol.Target(handle=self._handle.id), args, kwargs)
 
     def __repr__(self) -> str:
         return f"<student's {self._handle.type_name}>"
 
 
 __all__ = ["Connection", "LoadOutcome", "MissingName", "RemoteObject", "Student",
-           "StudentCrashed", "StudentProblem", "StudentRaised", "StudentTimeout"]
+           "StudentCrashed", "StudentProblem", "StudentRaised", "StudentTimeout",
+           "make_raised", "raised_class"]
 

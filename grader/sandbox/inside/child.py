@@ -17,12 +17,13 @@ import socket
 import sys
 import traceback
 import types
+from dataclasses import replace
 from typing import Any, Callable
 
 import torch
 
 from grader.sandbox.inside import plotting
-from grader.sandbox import wire
+from grader.sandbox import protocol, wire
 from grader.sandbox.inside.seeding import seed_all
 
 MODULE_NAME = "attention_submission"
@@ -56,7 +57,7 @@ class Namespace:
 # ---------------------------------------------------------------- loading
 
 
-def load_module(ns: Namespace, source: str, filename: str) -> dict[str, Any]:
+def load_module(ns: Namespace, source: str, filename: str) -> protocol.LoadReport:
     """Execute a module's source as a fresh module; keep what it defined even if it raised."""
     module = types.ModuleType(MODULE_NAME)
     module.__file__ = os.path.abspath(filename)
@@ -70,10 +71,10 @@ def load_module(ns: Namespace, source: str, filename: str) -> dict[str, Any]:
     except BaseException as exc:  # SystemExit and KeyboardInterrupt are student errors too
         error = describe_exception(exc, filename)
     ns.names = module.__dict__
-    return {"error": error, "cell_errors": []}
+    return protocol.LoadReport(error=error)
 
 
-def load_notebook(ns: Namespace, cells: list[str], filename: str) -> dict[str, Any]:
+def load_notebook(ns: Namespace, cells: list[str], filename: str) -> protocol.LoadReport:
     """Run code cells in order with IPython, as a Jupyter kernel would (magics included).
 
     Like nbclient with allow_errors, a cell that raises is recorded and the next cells
@@ -91,10 +92,8 @@ def load_notebook(ns: Namespace, cells: list[str], filename: str) -> dict[str, A
         except BaseException as raised:  # SystemExit escapes run_cell in some versions
             exc = raised
         if exc is not None:
-            err = describe_exception(exc, f"cell {number}")
-            err["cell"] = number
-            cell_errors.append(err)
-    return {"error": None, "cell_errors": cell_errors}
+            cell_errors.append(replace(describe_exception(exc, f"cell {number}"), cell=number))
+    return protocol.LoadReport(cell_errors=tuple(cell_errors))
 
 
 def make_shell() -> Any:
@@ -111,20 +110,16 @@ def make_shell() -> Any:
     return shell
 
 
-def describe_exception(exc: BaseException, where: str) -> dict[str, Any]:
+def describe_exception(exc: BaseException, where: str) -> protocol.ErrorReport:
     try:
         tb = traceback.TracebackException.from_exception(exc, limit=-12)
         _drop_grader_frames(tb, set())
         text = "".join(tb.format())
     except Exception:  # a hostile exception (a __str__ that raises...) still reports
         text = f"{type(exc).__name__} (traceback unavailable)"
-    return {
-        "type": type(exc).__name__,
-        "builtin": _builtin_base(type(exc)),
-        "message": _clip(_safe_str(exc)),
-        "traceback": _clip(_student_frames(text)),
-        "where": where,
-    }
+    return protocol.ErrorReport(type=type(exc).__name__, builtin=_builtin_base(type(exc)),
+                                message=_clip(_safe_str(exc)),
+                                traceback=_clip(_student_frames(text)), where=where)
 
 
 def _safe_str(exc: BaseException) -> str:
@@ -215,28 +210,35 @@ class Server:
     def serve(self) -> None:
         while True:
             try:
-                request = wire.recv_frame(self.sock)
+                doc = wire.recv_frame(self.sock)
             except EOFError:
                 return
-            if request.get("op") == "exit":
-                wire.send_frame(self.sock, {"ok": True, "value": {"cpu_s": _cpu_seconds()}})
+            if doc.get("op") == "exit":
+                wire.send_frame(self.sock, protocol.Ok({"cpu_s": _cpu_seconds()}).to_doc())
                 return
-            wire.send_frame(self.sock, self.handle(request))
+            wire.send_frame(self.sock, self.handle(doc))
 
-    def handle(self, request: dict[str, Any]) -> dict[str, Any]:
-        op = request.get("op")
+    def handle(self, doc: dict[str, Any]) -> dict[str, Any]:
+        """One request's frame, answered: the frame of its reply."""
+        return self.answer(doc).to_doc()
+
+    def answer(self, doc: dict[str, Any]) -> protocol.Reply:
         try:
-            method = getattr(self, f"op_{op}")
-        except AttributeError:
-            return {"protocol_error": f"unknown op {op!r}"}
+            request = protocol.request_from_doc(doc)
+            seed = protocol.seed_of(doc)  # a test's first request carries the test's seed
+        except protocol.WireError as exc:
+            return protocol.ProtocolError(str(exc))
+        op = str(doc["op"])
         try:
-            if "seed" in request:  # a test's first request carries the test's seed
-                seed_all(int(request["seed"]))
-            return {"ok": True, "value": method(request)}
+            if seed is not None:
+                seed_all(seed)
+            return protocol.Ok(getattr(self, f"op_{op}")(request))
         except _Missing as exc:
-            return {"missing": str(exc)}
+            return protocol.Missing(str(exc))
+        except protocol.Refused as exc:
+            return protocol.ProtocolError(str(exc))
         except BaseException as exc:
-            return {"raised": describe_exception(exc, str(op))}
+            return protocol.Raised(describe_exception(exc, op))
 
     def _encode(self, value: Any) -> Any:
         return wire.encode(value, self.ns.to_handle)
@@ -244,59 +246,56 @@ class Server:
     def _decode(self, value: Any) -> Any:
         return wire.decode(value, self.ns.from_handle, self.device_ok)
 
-    def op_load(self, request: dict[str, Any]) -> Any:
-        write_submission_copy(request)
+    def op_load(self, request: protocol.Load) -> protocol.LoadReport:
+        write_submission_copy(request.to_doc())
         plotting.install()  # matplotlib stays unimported until the student imports it
-        sys.argv = [str(request.get("filename", MODULE_NAME))]
-        if request["kind"] == "notebook":
-            report = load_notebook(self.ns, list(request["cells"]), request["filename"])
+        sys.argv = [request.filename or MODULE_NAME]
+        if request.kind == "notebook":
+            report = load_notebook(self.ns, list(request.cells), request.filename)
         else:
-            report = load_module(self.ns, request["source"], request["filename"])
-        report["defined"] = sorted(k for k in self.ns.names if not k.startswith("_"))[:500]
-        return report
+            report = load_module(self.ns, request.source, request.filename)
+        defined = sorted(k for k in self.ns.names if not k.startswith("_"))[:500]
+        return replace(report, defined=tuple(defined))
 
-    def op_has(self, request: dict[str, Any]) -> bool:
-        return str(request["name"]) in self.ns.names
+    def op_has(self, request: protocol.Has) -> bool:
+        return request.name in self.ns.names
 
-    def op_seed(self, request: dict[str, Any]) -> None:
-        seed_all(int(request["seed"]))
+    def op_seed(self, request: protocol.Seed) -> None:
+        seed_all(request.seed)
 
-    def op_call(self, request: dict[str, Any]) -> Any:
-        target = self._target(request)
-        plotting.COLLECTOR.source = _call_label(request, target)
-        args = self._decode(request.get("args", []))
-        kwargs = self._decode(request.get("kwargs", {"$dict": {}}))
+    def op_call(self, request: protocol.Call) -> Any:
+        target = self._target(request.target)
+        plotting.COLLECTOR.source = _call_label(request.target, target)
+        args = self._decode(request.args)
+        kwargs = self._decode(request.kwargs)
         return self._encode(target(*args, **kwargs))
 
-    def op_getattr(self, request: dict[str, Any]) -> Any:
-        return self._encode(self._target(request))
+    def op_getattr(self, request: protocol.GetAttr) -> Any:
+        return self._encode(self._target(request.target))
 
-    def _target(self, request: dict[str, Any]) -> Any:
-        if "handle" in request:
-            obj = self.ns.from_handle(wire.Handle(int(request["handle"]), ""))
+    def _target(self, target: protocol.Target) -> Any:
+        if target.handle is not None:
+            obj = self.ns.from_handle(wire.Handle(target.handle, ""))
         else:
-            name = str(request["name"])
-            if name not in self.ns.names:
-                raise _Missing(name)
-            obj = self.ns.names[name]
-        attr = request.get("attr")
-        return getattr(obj, str(attr)) if attr else obj
+            if target.name not in self.ns.names:
+                raise _Missing(target.name)
+            obj = self.ns.names[target.name]
+        return getattr(obj, target.attr) if target.attr else obj
 
-    def op_figures(self, request: dict[str, Any]) -> dict[str, Any]:
+    def op_figures(self, request: protocol.Figures) -> dict[str, Any]:
         """The figures the student's code showed since the last time (see `plotting`)."""
         return plotting.COLLECTOR.take()
 
-    def op_spy_start(self, request: dict[str, Any]) -> None:
-        target = str(request["target"])
-        self.spies[target] = Spy(self.ns, target)
+    def op_spy_start(self, request: protocol.SpyStart) -> None:
+        self.spies[request.target] = Spy(self.ns, request.target)
 
-    def op_spy_stop(self, request: dict[str, Any]) -> int:
-        return self.spies.pop(str(request["target"])).stop()
+    def op_spy_stop(self, request: protocol.SpyStop) -> int:
+        return self.spies.pop(request.target).stop()
 
 
-def _call_label(request: dict[str, Any], target: Any) -> str:
+def _call_label(request: protocol.Target, target: Any) -> str:
     """How a figure drawn during this call is captioned: `plot_attention(...)`."""
-    name = str(request.get("attr") or request.get("name") or getattr(target, "__name__", "a call"))
+    name = request.attr or request.name or str(getattr(target, "__name__", "a call"))
     return f"{name}(...)"
 
 
@@ -380,5 +379,5 @@ def run(proto: socket.socket) -> None:
 
 def _device_guard(device: str) -> str:
     if device.startswith("cuda") and not torch.cuda.is_available():
-        raise RuntimeError("the grader asked for CUDA, but this machine has none")
+        raise protocol.Refused("the grader asked for CUDA, but the sandbox has none")
     return device

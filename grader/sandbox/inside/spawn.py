@@ -17,7 +17,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from grader.sandbox.inside import child
-from grader.sandbox import wire
+from grader.sandbox import protocol, wire
 from grader.sandbox.inside.isolation import (
     LINUX,
     PR_SET_DUMPABLE,
@@ -32,7 +32,7 @@ from grader.sandbox.inside.isolation import (
 )
 
 if TYPE_CHECKING:
-    from grader.sandbox.inside.zygote import ZygoteConfig
+    from grader.sandbox.protocol import ZygoteConfig
 
 __all__ = ["PROTOCOL_FD", "child_environment", "fork_child"]
 
@@ -131,7 +131,7 @@ def _enter_child(proto_fd: int, out_fd: int, limits: dict[str, Any], workdir: st
     os.environ.clear()
     os.environ.update(child_environment(workdir))
     facts["limits"] = apply_limits(limits, facts)
-    wire.send_frame(proto, {"isolation": facts})
+    wire.send_frame(proto, protocol.ChildHello(facts).to_doc())
     child.run(proto)
 
 
@@ -225,7 +225,7 @@ def _isolate_userns(facts: dict[str, Any],
         workdir, cfg, size_mb = private
         facts["namespaces"].insert(1, "mount")
         try:
-            private_root(workdir, NOBODY, cfg.ro_paths, size_mb, cfg.devices)
+            private_root(workdir, NOBODY, list(cfg.ro_paths), size_mb, cfg.devices)
             facts["filesystem"] = "private-root"
         except OSError as exc:
             facts["notes"].append(f"private root not built ({exc}); the filesystem is shared")
@@ -247,7 +247,7 @@ def _isolate_root_private(workdir: str, uid: int, cfg: ZygoteConfig, size_mb: in
     except OSError:
         pass
     try:
-        private_root(workdir, uid, cfg.ro_paths, size_mb, cfg.devices)
+        private_root(workdir, uid, list(cfg.ro_paths), size_mb, cfg.devices)
         facts["filesystem"] = "private-root"
     except OSError as exc:
         facts["notes"].append(f"private root not built ({exc}); the filesystem is shared")

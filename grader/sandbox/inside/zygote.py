@@ -34,9 +34,12 @@ Each child, before any student code runs (`grader.sandbox.inside.spawn`):
    `child.run` on its protocol socket, always fd 3 (stdin is /dev/null; stdout and
    stderr go to the output socket).
 
-Control protocol on the inherited Unix socket (frames from `wire`):
-    {"op": "fork", "limits": {...}} + 2 fds (protocol, output) -> {"pid": n}
-    {"op": "kill", "pid": n}  -> {"status": int, "cpu_s": float}
+Control protocol on the inherited Unix socket (`protocol`, framed by `frames`): first a
+`Hello` (with `WIRE_VERSION`; with an `error` and an exit when the config's version is
+not ours), then
+    `Fork` + 2 fds (protocol, output) -> `Forked`
+    `Kill`                            -> `Killed`
+    anything else                     -> `ControlError`
 """
 
 from __future__ import annotations
@@ -57,7 +60,8 @@ import IPython.core.interactiveshell  # noqa: F401
 import torch  # noqa: F401  (imported once here so every child starts warm)
 
 from grader.sandbox.inside import child
-from grader.sandbox import wire
+from grader.sandbox import protocol, wire
+from grader.sandbox.protocol import ZygoteConfig
 from grader.sandbox.inside.isolation import LINUX, PR_SET_CHILD_SUBREAPER, prctl
 from grader.sandbox.inside.spawn import fork_child
 
@@ -83,19 +87,14 @@ UID_MIN = 1_900_000_000
 UID_MAX = 2_000_000_000
 
 
-class ZygoteConfig:
-    """What the sandbox told the zygote at start (argv[3], JSON)."""
-
-    def __init__(self, doc: dict[str, Any]) -> None:
-        self.level = str(doc.get("level", "process"))
-        self.private_root = bool(doc.get("private_root", False))
-        self.prewarm = bool(doc.get("prewarm", True))
-        self.ro_paths = [str(p) for p in doc.get("ro_paths", [])]
-        self.devices = [str(p) for p in doc.get("devices", []) if str(p).startswith("/dev/nvidia")]
-
-
 def main(control_fd: int, config: dict[str, Any] | None = None) -> None:
-    cfg = ZygoteConfig(config or {})
+    cfg = ZygoteConfig.from_doc(config or {})
+    try:
+        protocol.check_version(cfg.version, "its sandbox's config")
+    except protocol.VersionMismatch as exc:  # say so in the hello, then leave
+        _reply(socket.socket(fileno=control_fd),
+               protocol.Hello(os.getpid(), "none", error=str(exc)).to_doc())
+        os._exit(2)
     if cfg.prewarm:
         _prewarm()
         _prebuild_shell()
@@ -112,7 +111,7 @@ def main(control_fd: int, config: dict[str, Any] | None = None) -> None:
     os.chmod(tmp_root, 0o1733 if strategy in ("setuid-userns",) else 0o711)
     children: dict[int, tuple[str, int | None, int | None]] = {}
     # False: the sandbox was stopped before this was ready; nobody to serve.
-    serving = _reply(control, {"ready": True, "pid": os.getpid(), "strategy": strategy})
+    serving = _reply(control, protocol.Hello(os.getpid(), strategy).to_doc())
     while serving:
         try:
             msg, fds, _flags, _addr = socket.recv_fds(control, 1 << 16, 2)
@@ -122,18 +121,17 @@ def main(control_fd: int, config: dict[str, Any] | None = None) -> None:
             break
         request = _parse(msg)
         _reap_orphans(children)
-        if request.get("op") == "fork" and len(fds) == 2:
+        if isinstance(request, protocol.Fork) and len(fds) == 2:
             workdir = os.path.join(tmp_root, "s-" + os.urandom(6).hex())
             uid = _fresh_uid() if strategy in ("root-private", "setuid-userns") else None
-            pid, inner = fork_child(fds[0], fds[1], request.get("limits", {}), workdir, uid,
-                                    strategy, cfg)
+            pid, inner = fork_child(fds[0], fds[1], request.limits, workdir, uid, strategy, cfg)
             children[pid] = (workdir, uid, inner)
             for fd in fds:
                 os.close(fd)
-            if not _reply(control, {"pid": pid}):
+            if not _reply(control, protocol.Forked(pid).to_doc()):
                 break
-        elif request.get("op") == "kill":
-            pid = int(request["pid"])
+        elif isinstance(request, protocol.Kill):
+            pid = request.pid
             workdir, uid, inner = children.pop(pid, ("", None, None))
             cpu_before = _children_cpu()
             status = _kill(pid, _exited.pop(pid, None), inner)
@@ -142,12 +140,13 @@ def main(control_fd: int, config: dict[str, Any] | None = None) -> None:
             if workdir:
                 shutil.rmtree(workdir, ignore_errors=True)
             _reap_orphans(children)
-            if not _reply(control, {"status": status, "cpu_s": round(_children_cpu() - cpu_before, 4)}):
+            killed = protocol.Killed(status, round(_children_cpu() - cpu_before, 4))
+            if not _reply(control, killed.to_doc()):
                 break
         else:
             for fd in fds:
                 os.close(fd)
-            if not _reply(control, {"error": "bad request"}):
+            if not _reply(control, protocol.ControlError("bad request").to_doc()):
                 break
     for pid, (workdir, uid, inner) in children.items():
         _kill(pid, _exited.pop(pid, None), inner)
@@ -171,12 +170,13 @@ def _reply(control: socket.socket, doc: dict[str, Any]) -> bool:
     return True
 
 
-def _parse(msg: bytes) -> dict[str, Any]:
+def _parse(msg: bytes) -> protocol.Fork | protocol.Kill | None:
+    """The sandbox's request, or None for anything that is not one."""
     try:
         doc = json.loads(msg[4:].decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        return {}
-    return doc if isinstance(doc, dict) else {}
+        return protocol.control_request_from_doc(doc if isinstance(doc, dict) else {})
+    except (UnicodeDecodeError, ValueError, protocol.WireError):
+        return None
 
 
 def _strategy(cfg: ZygoteConfig) -> str:
