@@ -6,6 +6,7 @@
     grader validate [A]        prove an assignment's tests catch its mutants
     grader kit [A] --out DIR   what to hand students: public tests, no keys
     grader environment [A...]  the packages student code may import (--requirements: for pip)
+    grader similar SUBMISSIONS who shares code beyond the starter and the lesson (-> reports/)
     grader review              grade written answers by hand on a local page (-> overrides.yaml)
 """
 
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Sequence
 import click
 
 from grader import assignment as assignment_mod
+from grader.config import RunConfig
 from grader.errors import GraderError, UsageError, one_line
 from grader.results import SubmissionResult
 
@@ -84,17 +86,16 @@ def main() -> None:
 @click.option("--fail-under", type=float, default=None, metavar="SCORE",
               help="exit 1 when a submission scores below SCORE points (the assignment's "
                    "scale, as in grades.csv)")
+@click.option("--similarity", is_flag=True, help="also run `grader similar` into --out")
 def grade(submissions: Path, assignment_arg: str | None, out: Path, jobs: int | None,
           device: str, sandbox: str, seed: int, force: bool, quiet: bool,
           formats: tuple[str, ...], junit_path: Path | None, executor: str,
-          scheduler: str | None, fail_under: float | None) -> None:
+          scheduler: str | None, fail_under: float | None, similarity: bool = False) -> None:
     """Grade every submission under SUBMISSIONS (or SUBMISSIONS itself) into --out."""
     from grader.batch import run as batch
     from grader.report import writers
     from grader.intake.discover import discover
     from grader.environment import require_installed
-    from grader.batch.pipeline import GradeOptions
-    from grader.sandbox.host import Isolation
 
     try:
         chosen = writers.select(formats, junit_path)
@@ -105,15 +106,18 @@ def grade(submissions: Path, assignment_arg: str | None, out: Path, jobs: int | 
                               env=dict(os.environ), cwd=Path.cwd(),
                               submissions={s.id: s for s in subs})
         hook = _StudentHook(chosen, ctx)
-        options = GradeOptions(device=_device(device), seed=seed)
+        config = RunConfig(assignment=a.path, isolation=sandbox, device=_device(device), seed=seed)
         if executor == "dask" and not scheduler:
             raise UsageError("--executor dask needs --scheduler ADDRESS")
-        run_on = (batch.dask_executor(a, options, Isolation(sandbox), scheduler) if executor == "dask"
-                  else batch.local_executor(a, options, Isolation(sandbox), jobs or os.cpu_count() or 1))
-        results = batch.run(subs, a, options, run_on, out, force=force, progress=not quiet,
+        run_on = (batch.dask_executor(a, config, scheduler) if executor == "dask"
+                  else batch.local_executor(a, config, jobs or os.cpu_count() or 1))
+        results = batch.run(subs, a, config, run_on, out, force=force, progress=not quiet,
                             on_result=hook)
         written = chosen.finish(results, ctx)
         hook.raise_first()
+        if similarity:
+            from grader.report.similar import write_similar
+            written += write_similar(subs, a, out)[1][:2]  # the CSV and JSON, not each page
     except GraderError as exc:
         _fail(exc)
         return
@@ -194,24 +198,24 @@ def report(out: Path, overrides_path: Path | None) -> None:
 def check(path: Path, assignment_arg: str | None, sandbox: str, html_path: Path | None,
           exercise_ids: tuple[str, ...]) -> None:
     """Run the public tests on your own work; exit 0 when they all pass."""
+    from grader.batch.prepare import load_assignment, sandbox_for
     from grader.intake.discover import discover
-    from grader.sandbox.host import Isolation, Sandbox
 
     try:
-        yaml_path = _find_assignment(assignment_arg, path)
-        a = _only_exercises(assignment_mod.load(yaml_path, require_hidden=False), exercise_ids)
+        config = RunConfig(assignment=_find_assignment(assignment_arg, path), isolation=sandbox,
+                           public=True, exercises=exercise_ids)
+        a = load_assignment(config)
         _require_work(path, a)
         subs = discover(path, a)
         if len(subs) != 1:
             raise UsageError(f"{path} holds {len(subs)} submissions; `grader check` takes one")
-        with Sandbox(Isolation(sandbox), a.limits, prewarm=False, spare=False,
-                     hidden=(a.root,)) as box:  # the zygote starts importing
+        with sandbox_for(a, config, prewarm=False, spare=False) as box:  # the zygote starts importing
             import torch  # ... while this process does the same
 
-            from grader.batch.pipeline import GradeOptions, grade_submission
+            from grader.batch.pipeline import grade_submission
 
             torch.set_num_threads(1)
-            result = grade_submission(subs[0], a, box, GradeOptions(public=True))
+            result = grade_submission(subs[0], a, box, config)
     except GraderError as exc:
         _fail(exc)
         return
@@ -248,18 +252,6 @@ def _find_assignment(arg: str | None, path: Path) -> Path:
                          "your kit folder (the one with assignment.yaml), or pass "
                          "--assignment PATH/TO/assignment.yaml")
     return assignment_mod.resolve(None, Path.cwd())
-
-
-def _only_exercises(a: assignment_mod.Assignment, ids: Sequence[str]) -> assignment_mod.Assignment:
-    """`--exercise`: the assignment with just these exercises, so the others never run."""
-    if not ids:
-        return a
-    known = [ex.id for ex in a.exercises]
-    unknown = [i for i in dict.fromkeys(ids) if i not in known]
-    if unknown:
-        raise UsageError(f"no exercise {', '.join(map(repr, unknown))} in {a.id}; "
-                         f"the exercises are: {', '.join(known)}")
-    return a.only(ids)
 
 
 def _require_work(path: Path, a: assignment_mod.Assignment) -> None:
@@ -376,6 +368,11 @@ def review(out: Path, submissions: Path | None, overrides_path: Path | None, por
               not no_browser, click.echo)
     except GraderError as exc:
         _fail(exc)
+
+
+from grader.cli_similar import similar  # noqa: E402  (cli.py is at its size limit)
+
+main.add_command(similar)
 
 
 def entry() -> None:

@@ -23,6 +23,56 @@ class Status(str, enum.Enum):
     TIMEOUT = "timeout"
 
 
+class _Value(str, enum.Enum):
+    """A closed set of strings: equal to its value, and printed as it (in f-strings, HTML
+    templates and CSV alike), so result.json and every report read as before."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    @classmethod
+    def known(cls, value: Any) -> Any:
+        """`value` as a member where it is one; anything else as it is (a result.json from
+        another version, a visibility no one knows: the reports treat those as before)."""
+        try:
+            return cls(value)
+        except (ValueError, TypeError):
+            return value
+
+
+class Outcome(_Value):
+    """A test's outcome: `error` is the student's code crashing or the child dying,
+    `timeout` a limit reached, `failed` an assertion that did not hold."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    ERROR = "error"
+    TIMEOUT = "timeout"
+
+
+class Visibility(_Value):
+    """What the student sees of a test (see the assignment YAML); the reports treat a
+    visibility they do not know as hidden."""
+
+    VISIBLE = "visible"
+    MESSAGE_ONLY = "message_only"
+    HIDDEN = "hidden"
+
+
+class EvidenceKind(_Value):
+    """What an `Evidence` holds (its `data`'s keys are listed there)."""
+
+    MISMATCH = "mismatch"
+    HEATMAPS = "heatmaps"
+    TRACEBACK = "traceback"
+    NOTE = "note"
+
+
+def _set_known(obj: object, name: str, kind: type[_Value]) -> None:
+    """A frozen field's str value as its enum member (builders may pass either)."""
+    object.__setattr__(obj, name, kind.known(getattr(obj, name)))
+
+
 @dataclass(frozen=True)
 class Evidence:
     """Numbers or pictures that show *why* a test failed, for the report.
@@ -34,8 +84,11 @@ class Evidence:
     - "note": data = {text}
     """
 
-    kind: str
+    kind: EvidenceKind
     data: dict[str, Any]
+
+    def __post_init__(self) -> None:
+        _set_known(self, "kind", EvidenceKind)
 
 
 @dataclass(frozen=True)
@@ -76,11 +129,8 @@ class TestResult:
     passed: bool
     message: str = ""
     """What happened and, where it failed, the likely bug."""
-    outcome: str = "passed"
-    """passed | failed | error | timeout: `error` is the student's code crashing or the
-    child dying, `timeout` a limit reached; `failed` an assertion that did not hold."""
-    visibility: str = "visible"
-    """visible | message_only | hidden (see the assignment YAML)."""
+    outcome: Outcome = Outcome.PASSED
+    visibility: Visibility = Visibility.VISIBLE
     test_id: str = ""
     """Stable id: `file.py::function` for tests, `question:<id>` for answers."""
     evidence: tuple[Evidence, ...] = ()
@@ -94,6 +144,10 @@ class TestResult:
     review: Review | None = None
     """Written answers only: the concepts found and missed and the reasons for a flag."""
 
+    def __post_init__(self) -> None:
+        _set_known(self, "outcome", Outcome)
+        _set_known(self, "visibility", Visibility)
+
 
 @dataclass(frozen=True)
 class TestOutcome:
@@ -103,12 +157,14 @@ class TestOutcome:
     file: Path
     function: str
     name: str
-    outcome: str
-    """passed | failed | error | timeout"""
+    outcome: Outcome
     message: str
     evidence: tuple[Evidence, ...]
     duration_s: float
     figures: tuple[Figure, ...] = ()
+
+    def __post_init__(self) -> None:
+        _set_known(self, "outcome", Outcome)
 
 
 @dataclass(frozen=True)
@@ -184,6 +240,19 @@ class SubmissionResult:
                 return ex
         raise KeyError(exercise_id)
 
+    def to_json_dict(self) -> dict[str, Any]:
+        """The `result.json` document, of plain JSON types only (the contract's keys first,
+        then ours). The one way a result leaves a process: written to disk, or sent back
+        by a grading worker or a Dask task."""
+        return _submission_doc(self)
+
+    @classmethod
+    def from_json_dict(cls, doc: dict[str, Any]) -> SubmissionResult:
+        """Inverse of `to_json_dict`: `from_json_dict(to_json_dict(r)) == r`. Used by the
+        grading pool, `grader report` and resumption; a malformed document raises
+        KeyError, TypeError or ValueError."""
+        return _submission_from(doc)
+
 
 def exercise_status(score: float, max_score: float, tests: Sequence[TestResult]) -> Status:
     """passed (full marks), partial, or at zero: timeout, error (the code could not run)
@@ -193,26 +262,49 @@ def exercise_status(score: float, max_score: float, tests: Sequence[TestResult])
     if score > 0:
         return Status.PARTIAL
     lost = [t for t in tests if not t.passed]
-    if any(t.outcome == "timeout" for t in lost):
+    if any(t.outcome == Outcome.TIMEOUT for t in lost):
         return Status.TIMEOUT
     code_lost = [t for t in lost if not t.test_id.startswith("question:")]
-    if code_lost and all(t.outcome == "error" for t in code_lost):
+    if code_lost and all(t.outcome == Outcome.ERROR for t in code_lost):
         return Status.ERROR
     return Status.FAILED
 
 
 def to_json_dict(result: SubmissionResult) -> dict[str, Any]:
-    """The `result.json` document: the contract's keys first, then ours."""
-    doc = asdict(result)
-    doc["exercises"] = [_exercise_doc(ex) for ex in result.exercises]
+    """`SubmissionResult.to_json_dict`, as a function."""
+    return result.to_json_dict()
+
+
+def from_json_dict(doc: dict[str, Any]) -> SubmissionResult:
+    """`SubmissionResult.from_json_dict`, as a function."""
+    return SubmissionResult.from_json_dict(doc)
+
+
+def needs_review_count(result: SubmissionResult) -> int:
+    """How many of the submission's written answers wait for a person's review."""
+    return sum(1 for ex in result.exercises for t in ex.tests if t.needs_review)
+
+
+def _submission_doc(result: SubmissionResult) -> dict[str, Any]:
+    doc = _plain(asdict(result))
+    doc["exercises"] = [_exercise_doc(ex) for ex in doc["exercises"]]
     ordered = {k: doc[k] for k in ("student", "assignment", "score", "max_score", "exercises")}
     ordered.update({k: v for k, v in doc.items() if k not in ordered})
     return ordered
 
 
-def _exercise_doc(ex: ExerciseResult) -> dict[str, Any]:
-    doc = asdict(ex)
-    doc["status"] = ex.status.value
+def _plain(value: Any) -> Any:
+    """`asdict`'s output with every enum member as its value (str for ours)."""
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_plain(v) for v in value)
+    return value
+
+
+def _exercise_doc(doc: dict[str, Any]) -> dict[str, Any]:
     for test in doc["tests"]:
         # The contract's `needs_review` belongs to written answers only: absent elsewhere.
         for key in ("needs_review", "review"):
@@ -221,53 +313,49 @@ def _exercise_doc(ex: ExerciseResult) -> dict[str, Any]:
     return doc
 
 
-def needs_review_count(result: SubmissionResult) -> int:
-    """How many of the submission's written answers wait for a person's review."""
-    return sum(1 for ex in result.exercises for t in ex.tests if t.needs_review)
-
-
-def from_json_dict(doc: dict[str, Any]) -> SubmissionResult:
-    """Inverse of `to_json_dict` (used by `grader report` and resumption)."""
-    exercises = tuple(
-        ExerciseResult(
-            id=e["id"],
-            score=e["score"],
-            max_score=e["max_score"],
-            status=Status(e["status"]),
-            title=e.get("title", ""),
-            message=e.get("message", ""),
-            tests=tuple(
-                TestResult(
-                    **{k: v for k, v in t.items() if k not in ("evidence", "figures", "review")},
-                    evidence=tuple(Evidence(**ev) for ev in t.get("evidence", ())),
-                    figures=_figures(t.get("figures", ())),
-                    review=_review(t.get("review")),
-                )
-                for t in e["tests"]
-            ),
-        )
-        for e in doc["exercises"]
-    )
-    load = doc.get("load") or {"kind": "none"}
-    load = LoadReport(
-        **{
-            **load,
-            "files": tuple(load.get("files", ())),
-            "notices": tuple(load.get("notices", ())),
-            "cell_errors": tuple(load.get("cell_errors", ())),
-        }
-    )
+def _submission_from(doc: dict[str, Any]) -> SubmissionResult:
     prov = doc.get("provenance")
     return SubmissionResult(
         student=doc["student"],
         assignment=doc["assignment"],
         score=doc["score"],
         max_score=doc["max_score"],
-        exercises=exercises,
-        load=load,
+        exercises=tuple(_exercise_from(e) for e in doc["exercises"]),
+        load=_load_from(doc.get("load") or {"kind": "none"}),
         provenance=Provenance(**prov) if prov else None,
         gradable=doc.get("gradable", True),
     )
+
+
+def _exercise_from(doc: dict[str, Any]) -> ExerciseResult:
+    return ExerciseResult(
+        id=doc["id"],
+        score=doc["score"],
+        max_score=doc["max_score"],
+        status=Status(doc["status"]),
+        title=doc.get("title", ""),
+        message=doc.get("message", ""),
+        tests=tuple(_test_from(t) for t in doc["tests"]),
+    )
+
+
+def _test_from(doc: dict[str, Any]) -> TestResult:
+    """Outcome and visibility become their enum members in `TestResult` itself."""
+    return TestResult(
+        **{k: v for k, v in doc.items() if k not in ("evidence", "figures", "review")},
+        evidence=tuple(Evidence(**ev) for ev in doc.get("evidence", ())),
+        figures=_figures(doc.get("figures", ())),
+        review=_review(doc.get("review")),
+    )
+
+
+def _load_from(doc: dict[str, Any]) -> LoadReport:
+    return LoadReport(**{
+        **doc,
+        "files": tuple(doc.get("files", ())),
+        "notices": tuple(doc.get("notices", ())),
+        "cell_errors": tuple(doc.get("cell_errors", ())),
+    })
 
 
 def _figures(docs: Any) -> tuple[Figure, ...]:

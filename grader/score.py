@@ -6,8 +6,7 @@ from collections import defaultdict
 from typing import Sequence
 
 from grader.assignment import Assignment, Exercise
-from grader.results import ExerciseResult, TestResult, exercise_status
-from grader.results import TestOutcome
+from grader.results import ExerciseResult, Outcome, TestOutcome, TestResult, Visibility, exercise_status
 
 
 def exercise_results(assignment: Assignment, outcomes: Sequence[TestOutcome],
@@ -37,9 +36,10 @@ def _scored_tests(ex: Exercise, outcomes: list[TestOutcome]) -> list[TestResult]
     for function, runs in instances.items():
         each = weights[function] / len(runs)
         spec = ex.tests.get(function)
-        visibility = (spec.visibility if spec and spec.visibility else None) or ex.visibility
+        visibility = Visibility.known((spec.visibility if spec and spec.visibility else None)
+                                      or ex.visibility)
         for o in runs:
-            passed = o.outcome == "passed"
+            passed = o.outcome == Outcome.PASSED
             results.append(TestResult(
                 name=o.name, score=round(each if passed else 0.0, 6), max_score=round(each, 6),
                 passed=passed, message=o.message, outcome=o.outcome, visibility=visibility,

@@ -23,7 +23,8 @@ from grader.assignment import Assignment
 from grader.intake.discover import discover
 from grader.environment import PROBE_RESULT, probe_problems, probe_source
 from grader.errors import AssignmentSchemaError
-from grader.batch.pipeline import GradeOptions, answer_key
+from grader.batch.pipeline import answer_key
+from grader.config import RunConfig
 from grader.results import SubmissionResult
 from grader.testing.student import Connection, Student, StudentProblem
 from grader.sandbox.host import Isolation, Sandbox
@@ -125,7 +126,8 @@ def validate_assignment(a: Assignment, isolation: Isolation, jobs: int,
         for m in mutants:
             _make_submission(root / f"mutant-{m.name}", m.source, a, m.answers)
         subs = discover(root, a)
-        results = {r.student: r for r in grade_all(subs, a, GradeOptions(), isolation, jobs)}
+        config = RunConfig(assignment=a.path, isolation=Isolation(isolation).value)
+        results = {r.student: r for r in grade_all(subs, a, config, jobs)}
     _judge_reference(results["reference"], report)
     _judge_empty(results["empty"], report)
     for name in starters:

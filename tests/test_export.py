@@ -19,7 +19,13 @@ from grader.report.files import (
     write_report_html,
     write_result_json,
 )
-from grader.results import SubmissionResult, from_json_dict
+from grader.results import (
+    EvidenceKind,
+    Outcome,
+    SubmissionResult,
+    Visibility,
+    from_json_dict,
+)
 
 
 def _strict_json(path: Path) -> object:
@@ -133,3 +139,81 @@ def test_html_writers_create_folders(tmp_path: Path) -> None:
     index = write_index_html(all_samples(), tmp_path / "reports" / "index.html")
     assert report.read_text(encoding="utf-8").startswith("<!doctype html>")
     assert 'href="bob/report.html"' in index.read_text(encoding="utf-8")
+
+
+def _rich() -> SubmissionResult:
+    """Every kind of content a result carries: evidence of each kind, a figure, a written
+    answer waiting for review and one decided, load errors and notices."""
+    import base64
+    import struct
+    import zlib
+
+    from grader.results import (
+        Evidence,
+        EvidenceKind,
+        Figure,
+        LoadReport,
+        Outcome,
+        Review,
+        TestResult,
+        Visibility,
+    )
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 2, 1, 8, 2, 0, 0, 0))
+           + chunk(b"IDAT", zlib.compress(b"\x00" + bytes(6))) + chunk(b"IEND", b""))
+    figure = Figure(png_base64=base64.b64encode(png).decode(), width=2, height=1, source="cell 8")
+    evidence = (
+        Evidence(EvidenceKind.MISMATCH, {"what": "output", "max_abs_error": 0.5, "index": [0, 1],
+                                         "expected": 1.0, "got": 1.5, "expected_slice": [[1.0]],
+                                         "got_slice": [[1.5]]}),
+        Evidence(EvidenceKind.HEATMAPS, {"title": "weights", "panels": [
+            {"label": "yours", "matrix": [[0.5, 0.5]], "masked": [[False, True]]}]}),
+        Evidence(EvidenceKind.TRACEBACK, {"title": "Your code raised", "text": "ValueError: x"}),
+        Evidence(EvidenceKind.NOTE, {"text": "a note"}),
+    )
+    code = TestResult("masks the future", 0.0, 5.0, False, "wrong weights", Outcome.ERROR,
+                      Visibility.VISIBLE, "hidden/test_causal_mask.py::test_future", evidence,
+                      0.25, (figure,))
+    withheld = TestResult("withheld", 0.0, 2.0, False, "no", Outcome.TIMEOUT,
+                          Visibility.MESSAGE_ONLY, "hidden/test_x.py::test_slow")
+    secret = TestResult("secret", 1.0, 1.0, True, visibility=Visibility.HIDDEN, test_id="t::s")
+    flagged = TestResult("1. Why?", 0.5, 1.0, False, "provisional", Outcome.FAILED,
+                         test_id="question:quiz.q1", needs_review=True,
+                         review=Review(found=("scale",), missed=("softmax",), reasons=("short",)))
+    decided = TestResult("2. How?", 1.0, 1.0, True, test_id="question:quiz.q2", needs_review=False,
+                         review=Review(found=("mask",)))
+    base = grader_failure()
+    first, second, *rest = base.exercises
+    exercises = (dataclasses.replace(first, tests=(code, withheld, secret)),
+                 dataclasses.replace(second, tests=(flagged, decided)), *rest)
+    load = LoadReport(kind="notebook", files=("attention.ipynb",), notices=("cell 3 raised",),
+                      cell_errors=({"cell": 3, "where": "cell 3", "ename": "ValueError",
+                                    "evalue": "x", "traceback": "..."},),
+                      stdout="hello\n", stdout_truncated=True)
+    return dataclasses.replace(base, exercises=exercises, load=load)
+
+
+def test_a_rich_result_round_trips_through_its_json_document() -> None:
+    result = _rich()
+    assert not result.gradable and result.needs_review_count == 1
+    doc = result.to_json_dict()
+    text = json.dumps(doc)
+    back = SubmissionResult.from_json_dict(json.loads(text))
+    assert back == result
+    assert json.dumps(back.to_json_dict()) == text
+    test = back.exercises[0].tests[0]
+    assert test.outcome is Outcome.ERROR and test.evidence[0].kind is EvidenceKind.MISMATCH
+    assert back.exercises[0].tests[1].visibility is Visibility.MESSAGE_ONLY
+    assert "Outcome" not in text and "Visibility" not in text and "EvidenceKind" not in text
+
+
+def test_outcomes_visibilities_and_kinds_read_and_print_as_their_values() -> None:
+    assert Outcome("timeout") is Outcome.TIMEOUT and Outcome.ERROR == "error"
+    assert f"{Outcome.ERROR} {Visibility.MESSAGE_ONLY} {EvidenceKind.NOTE}" == "error message_only note"
+    assert str(Visibility.HIDDEN) == "hidden" and {"passed": 1}[Outcome.PASSED] == 1
+    from grader.results import TestResult
+
+    assert TestResult("t", 1, 1, True, outcome="failed").outcome is Outcome.FAILED  # type: ignore[arg-type]

@@ -42,7 +42,8 @@ from grader.errors import (
     to_doc,
 )
 from grader.report.files import write_result_json
-from grader.batch.pipeline import GradeOptions, Grading, ungradable
+from grader.batch.pipeline import Grading, ungradable
+from grader.config import RunConfig
 from grader.testing.student import StudentRaised, raised_class
 from grader.results import SubmissionResult
 from grader.sandbox.host import Isolation, Sandbox
@@ -168,7 +169,7 @@ def _kill_zygote_during(monkeypatch: pytest.MonkeyPatch, box: Sandbox, gradings:
 
 def test_zygote_killed_between_two_gradings_costs_no_points(tiny, box) -> None:
     honest = _sub("honest", tiny)
-    with Grading(tiny, box, GradeOptions()) as grading:
+    with Grading(tiny, box, RunConfig()) as grading:
         first = grading.grade(honest)
         kill_zygote(box)
         assert not box.healthy
@@ -181,7 +182,7 @@ def test_zygote_killed_mid_test_is_graded_again_in_a_fresh_sandbox(tiny, box, mo
     honest = _sub("honest", tiny)
     # The last request: no later test's fresh child would reveal the dead zygote.
     count = _kill_zygote_during(monkeypatch, box, gradings={1}, before_request=LAST_REQUEST)
-    with Grading(tiny, box, GradeOptions()) as grading:
+    with Grading(tiny, box, RunConfig()) as grading:
         result = grading.grade(honest)
         assert grading.restarts == 1 and count["kills"] == 1
     assert _full_marks(result), _lost(result)
@@ -192,7 +193,7 @@ def test_a_sandbox_that_fails_twice_makes_the_submission_not_gradable(tiny, box,
     working sandbox again."""
     honest = _sub("honest", tiny)
     count = _kill_zygote_during(monkeypatch, box, gradings={1, 2}, before_request=LAST_REQUEST)
-    with Grading(tiny, box, GradeOptions()) as grading:
+    with Grading(tiny, box, RunConfig()) as grading:
         with pytest.raises(SandboxFailure) as info:
             grading.grade(honest)
         message = str(info.value)
@@ -211,7 +212,7 @@ def test_a_test_that_catches_the_sandboxs_failure_does_not_hide_it(tmp_path, box
     (tmp_path / "tiny" / "hidden" / "test_scale.py").write_text(CATCHING_TEST)
     catching = assignment.load(tmp_path / "tiny" / "assignment.yaml")
     count = _kill_zygote_during(monkeypatch, box, gradings={1}, before_request=3)  # its only call
-    with Grading(catching, box, GradeOptions()) as grading:
+    with Grading(catching, box, RunConfig()) as grading:
         result = grading.grade(_sub("honest", catching))
         assert grading.restarts == 1 and count["kills"] == 1
     assert _full_marks(result), _lost(result)
@@ -249,7 +250,7 @@ def test_a_child_killed_mid_test_is_the_students_error_for_that_test_only(tiny, 
     # Process mode: the child's pid is a pid of this machine's (not of bwrap's namespace).
     with Sandbox(Isolation.PROCESS, tiny.limits) as sb:
         monkeypatch.setattr(proxy.Connection, "request", request)
-        with Grading(tiny, sb, GradeOptions()) as grading:
+        with Grading(tiny, sb, RunConfig()) as grading:
             hit = grading.grade(honest)
             again = grading.grade(honest)
             assert grading.restarts == 0 and sb.healthy
@@ -266,7 +267,7 @@ def test_garbage_from_the_students_process_is_the_students_error(tiny, box) -> N
     with the sandbox healthy and nothing retried."""
     if not box.healthy:  # left so by an earlier test
         box.restart()
-    with Grading(tiny, box, GradeOptions()) as grading:
+    with Grading(tiny, box, RunConfig()) as grading:
         result = grading.grade(_sub("protocol_garbage", tiny))
         assert grading.restarts == 0 and box.healthy
     assert result.gradable and result.score == 0
@@ -349,7 +350,7 @@ def test_errors_cross_a_process_boundary_with_their_class() -> None:
 def test_a_result_that_is_not_gradable_is_never_up_to_date(tiny, tmp_path) -> None:
     honest = _sub("honest", tiny)
     write_result_json(ungradable(honest, tiny, "SandboxLost: gone"), tmp_path / honest.id / "result.json")
-    assert up_to_date(honest, tiny, GradeOptions(), tmp_path) is None
+    assert up_to_date(honest, tiny, RunConfig(), tmp_path) is None
 
 
 # ---------------------------------------------------------------- through `grader grade`
@@ -580,8 +581,7 @@ def test_a_dask_worker_sends_a_broken_key_back_as_an_assignment_error(tmp_path) 
     yaml_path = _assignment_copy(tmp_path)
     _break("key", yaml_path)
     a = assignment.load(yaml_path)
-    init = {"assignment": str(yaml_path), "options": {"device": "cpu", "seed": 1234, "public": False},
-            "isolation": "auto"}
+    init = RunConfig(assignment=yaml_path).to_json()
     try:
         doc = submission_doc(discover(HONEST_ATTENTION, a)[0])
         reply = json.loads(dask_executor.grade_on_worker(init, doc))

@@ -9,7 +9,8 @@ import pytest
 
 from grader import assignment
 from grader.intake.discover import discover
-from grader.batch.pipeline import GradeOptions, grade_submission
+from grader.batch.pipeline import grade_submission
+from grader.config import RunConfig
 from grader.sandbox.host import Isolation, Sandbox
 from result_samples import without_timing
 
@@ -31,7 +32,7 @@ def sandbox(attention):
 @pytest.mark.parametrize("case", ["correct_qkv_module", "dropout_in_eval"])
 def test_five_gradings_give_identical_results(case, attention, sandbox):
     sub = discover(CORPUS / case, attention)[0]
-    docs = [without_timing(grade_submission(sub, attention, sandbox, GradeOptions())) for _ in range(5)]
+    docs = [without_timing(grade_submission(sub, attention, sandbox, RunConfig())) for _ in range(5)]
     assert all(d == docs[0] for d in docs[1:])
 
 
@@ -40,7 +41,7 @@ def test_reference_gets_full_marks_and_records_provenance(attention, sandbox, tm
     folder.mkdir()
     (folder / "attention.py").write_text((ROOT / "reference" / "attention.py").read_text())
     (folder / "answers.yaml").write_text((ROOT / "assignments" / "attention" / "solution" / "answers.yaml").read_text())
-    result = grade_submission(discover(folder, attention)[0], attention, sandbox, GradeOptions())
+    result = grade_submission(discover(folder, attention)[0], attention, sandbox, RunConfig())
     assert result.score == result.max_score == 100, [
         (t.name, t.message) for ex in result.exercises for t in ex.tests if not t.passed]
     p = result.provenance
@@ -51,7 +52,7 @@ def test_reference_gets_full_marks_and_records_provenance(attention, sandbox, tm
 def test_check_mode_never_needs_the_reference_or_key(attention, sandbox):
     sub = discover(CORPUS / "correct_qkv_module", attention)[0]
     hidden_free = replace(attention, reference=None, answer_key=None)
-    result = grade_submission(sub, hidden_free, sandbox, GradeOptions(public=True))
+    result = grade_submission(sub, hidden_free, sandbox, RunConfig(public=True))
     assert all(t.passed for ex in result.exercises for t in ex.tests)
     questions = [t for ex in result.exercises for t in ex.tests if t.test_id.startswith("question:")]
     assert questions and all(t.max_score == 0 for t in questions)

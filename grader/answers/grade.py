@@ -66,7 +66,7 @@ from grader.answers.submitted import (
 from grader.assignment import Question
 from grader.errors import AssignmentError
 from grader.answers.rubric import check_rubric, grade_text
-from grader.results import Review, TestResult
+from grader.results import Outcome, Review, TestResult, Visibility
 
 __all__ = [
     "MAX_ANSWERS_BYTES",
@@ -208,8 +208,8 @@ def _result(q: Question, score: float, passed: bool, message: str, check_only: b
         max_score=0.0 if check_only else float(q.points),
         passed=passed,
         message=message,
-        outcome="passed" if passed else "failed",
-        visibility=q.visibility,
+        outcome=Outcome.PASSED if passed else Outcome.FAILED,
+        visibility=Visibility.known(q.visibility),
         test_id=f"question:{q.id}",
         needs_review=needs_review,
         review=review,

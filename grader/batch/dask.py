@@ -18,32 +18,30 @@ from __future__ import annotations
 import json
 import os
 import threading
-from dataclasses import asdict
-from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from grader.assignment import Assignment
 from grader.intake.discover import Submission
 from grader.errors import UsageError, from_doc, one_line, stops_the_batch, to_doc
-from grader.batch.pipeline import GradeOptions, Grading, ungradable
-from grader.results import SubmissionResult, from_json_dict
-from grader.sandbox.host import Isolation
+from grader.batch.pipeline import Grading, ungradable
+from grader.batch.prepare import load_assignment, sandbox_for
+from grader.config import RunConfig
+from grader.results import SubmissionResult
 from grader.batch.workers import submission_doc, submission_from
 
 _STATE: dict[str, Any] = {}
 _LOCK = threading.Lock()
 
 
-def grade_all(subs: Sequence[Submission], assignment: Assignment, options: GradeOptions,
-              isolation: Isolation, scheduler: str) -> Iterator[SubmissionResult]:
+def grade_all(subs: Sequence[Submission], assignment: Assignment, config: RunConfig,
+              scheduler: str) -> Iterator[SubmissionResult]:
     """Yield each result as the cluster finishes it."""
     try:
         from distributed import Client, as_completed
     except ImportError:
         raise UsageError("--executor dask needs the `distributed` package "
                          "(pip install 'grader[dask]')") from None
-    init = {"assignment": str(assignment.path), "options": asdict(options),
-            "isolation": isolation.value}
+    init = config.with_assignment(assignment.path).to_json()
     with Client(scheduler, timeout="30s") as client:
         futures = {client.submit(grade_on_worker, init, submission_doc(s), pure=False,
                                  key=f"grade-{i}-{s.id}"): s for i, s in enumerate(subs)}
@@ -56,7 +54,7 @@ def grade_all(subs: Sequence[Submission], assignment: Assignment, options: Grade
                     f"the Dask worker failed: {type(exc).__name__}: {exc}"))
                 continue
             if "fault" not in reply:
-                yield from_json_dict(reply["result"])
+                yield SubmissionResult.from_json_dict(reply["result"])
                 continue
             error = from_doc(reply["fault"])
             if stops_the_batch(error):
@@ -66,27 +64,23 @@ def grade_all(subs: Sequence[Submission], assignment: Assignment, options: Grade
             yield ungradable(sub, assignment, one_line(f"{type(error).__name__}: {error}"))
 
 
-def grade_on_worker(init: dict[str, Any], sub_doc: dict[str, Any]) -> str:
+def grade_on_worker(config: str, sub_doc: dict[str, Any]) -> str:
     """Runs on a Dask worker: grade one submission with this process's warm sandbox.
-    Returns JSON: {"result": ...}, or {"fault": {"class", "message"}}."""
-    from grader.results import to_json_dict
-
+    `config` is the `RunConfig` as JSON. Returns JSON: {"result": ...}, or
+    {"fault": {"class", "message"}}."""
     with _LOCK:
         try:
-            result = _warm(init).grade(submission_from(sub_doc))
+            result = _warm(config).grade(submission_from(sub_doc))
         except Exception as exc:  # ours (a GraderError), or a bug of ours
             return json.dumps({"fault": to_doc(exc)})
-        return json.dumps({"result": to_json_dict(result)})
+        return json.dumps({"result": result.to_json_dict()})
 
 
-def _warm(init: dict[str, Any]) -> Grading:
-    """This Dask worker's `Grading` for `init`: sandbox and test session, kept warm."""
-    key = json.dumps(init, sort_keys=True)
+def _warm(key: str) -> Grading:
+    """This Dask worker's `Grading` for the config `key` (JSON), kept warm: the same
+    config is the same text (`RunConfig.to_json` sorts its keys)."""
     if _STATE.get("key") != key:
         import torch
-
-        from grader import assignment as assignment_mod
-        from grader.sandbox.host import Sandbox
 
         os.environ.setdefault("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")  # a plugin is not ours to run
         torch.set_num_threads(1)
@@ -94,12 +88,13 @@ def _warm(init: dict[str, Any]) -> Grading:
             _STATE["grading"].close()
             _STATE["grading"].sandbox.stop()
         _STATE.clear()
-        a = assignment_mod.load(Path(init["assignment"]))
-        sandbox = Sandbox(Isolation(init["isolation"]), a.limits, hidden=(a.root,))
+        config = RunConfig.from_json(key)
+        a = load_assignment(config)
+        sandbox = sandbox_for(a, config)
         sandbox.launch()
         sandbox.ready_or_restart()
         try:
-            grading = Grading(a, sandbox, GradeOptions(**init["options"]))
+            grading = Grading(a, sandbox, config)
         except BaseException:  # a broken reference or tests: no zygote left behind
             sandbox.stop()
             raise

@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime as dt
 import platform
 import time
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping
@@ -23,6 +22,7 @@ from grader import __version__
 from grader.answers.grade import score_questions
 from grader.answers.submitted import load_answers
 from grader.assignment import Assignment, yaml_problem
+from grader.config import RunConfig
 from grader.intake.discover import Submission
 from grader.environment import Environment, cell_notice, import_notices
 from grader.errors import AssignmentError, GraderError, SandboxFailure, one_line
@@ -34,6 +34,7 @@ from grader.results import (
     Provenance,
     Status,
     SubmissionResult,
+    Outcome,
     TestResult,
 )
 from grader.sandbox.host import Sandbox
@@ -41,12 +42,8 @@ from grader.score import exercise_results, totals
 from grader.testing.session import TestRunner, load_reference
 
 
-@dataclass(frozen=True)
-class GradeOptions:
-    device: str = "cpu"
-    seed: int = 1234
-    public: bool = False
-    """`grader check`: public tests only, answers checked for form, never for content."""
+GradeOptions = RunConfig
+"""The old name of `RunConfig`."""
 
 
 class Grading:
@@ -61,11 +58,12 @@ class Grading:
 
     ATTEMPTS = 2
 
-    def __init__(self, assignment: Assignment, sandbox: Sandbox, options: GradeOptions) -> None:
-        self.assignment, self.sandbox, self.options = assignment, sandbox, options
-        files = [f for ex in assignment.exercises if (f := ex.test_file(options.public))]
-        reference = None if options.public else load_reference(assignment.reference)
-        self.tests = TestRunner(files, reference, options.device, options.seed, assignment.root)
+    def __init__(self, assignment: Assignment, sandbox: Sandbox, config: RunConfig) -> None:
+        self.assignment, self.sandbox, self.config = assignment, sandbox, config
+        files = [f for ex in assignment.exercises if (f := ex.test_file(config.public))]
+        reference = None if config.public else load_reference(assignment.reference)
+        self.tests = TestRunner(files, reference, config.device, config.seed, assignment.root,
+                                support=assignment.support)
         self.restarts = 0
         """How many times this grading replaced its sandbox's zygote."""
         self._stale = False
@@ -93,7 +91,7 @@ class Grading:
 
     def _grade_once(self, sub: Submission) -> SubmissionResult:
         started, cpu_started = time.monotonic(), time.process_time()
-        assignment, options = self.assignment, self.options
+        assignment, config = self.assignment, self.config
         loaded = read_submission(sub)
         connection = _connect(self.sandbox, loaded, assignment, sub)
         try:
@@ -101,17 +99,17 @@ class Grading:
         finally:
             connection.close()
         answers, answer_problems = _answers(sub)
-        key = None if options.public else answer_key(assignment.answer_key)
-        questions = score_questions(assignment.questions, answers, key, check_only=options.public)
+        key = None if config.public else answer_key(assignment.answer_key)
+        questions = score_questions(assignment.questions, answers, key, check_only=config.public)
         load_report = _load_report(loaded, connection, answer_problems, assignment.environment)
         failure = _load_failure_message(connection.load)
-        exercises = exercise_results(assignment, outcomes, questions, options.public, failure)
+        exercises = exercise_results(assignment, outcomes, questions, config.public, failure)
         score, max_score = totals(exercises)
         cpu_s = time.process_time() - cpu_started + connection.student_cpu_s
         return SubmissionResult(
             student=sub.id, assignment=assignment.id, score=score, max_score=max_score,
             exercises=exercises, load=load_report,
-            provenance=provenance(assignment, sub, self.sandbox, options,
+            provenance=provenance(assignment, sub, self.sandbox, config,
                                   time.monotonic() - started, cpu_s),
         )
 
@@ -132,9 +130,9 @@ def _failed_twice(failures: list[SandboxFailure]) -> str:
 
 
 def grade_submission(sub: Submission, assignment: Assignment, sandbox: Sandbox,
-                     options: GradeOptions) -> SubmissionResult:
+                     config: RunConfig) -> SubmissionResult:
     """Grade one submission (to grade many, keep one `Grading`)."""
-    with Grading(assignment, sandbox, options) as grading:
+    with Grading(assignment, sandbox, config) as grading:
         return grading.grade(sub)
 
 
@@ -198,13 +196,13 @@ def _error_view(err: dict[str, Any], loaded: LoadedSubmission) -> dict[str, Any]
 
 
 def provenance(assignment: Assignment, sub: Submission, sandbox: Sandbox,
-               options: GradeOptions, duration_s: float, cpu_s: float) -> Provenance:
+               config: RunConfig, duration_s: float, cpu_s: float) -> Provenance:
     return Provenance(
         grader_version=__version__, assignment=assignment.id,
         assignment_version=assignment.version,
-        assignment_digest=assignment.digest(public=options.public),
+        assignment_digest=assignment.digest(public=config.public),
         submission_digest=sub.digest(), torch_version=torch.__version__,
-        python_version=platform.python_version(), device=options.device, seed=options.seed,
+        python_version=platform.python_version(), device=config.device, seed=config.seed,
         sandbox=sandbox.level.value if sandbox.level else "none",
         graded_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         duration_s=round(duration_s, 3), isolation=sandbox.describe(), cpu_s=round(cpu_s, 3),
@@ -218,7 +216,7 @@ def ungradable(sub: Submission, assignment: Assignment, why: str) -> SubmissionR
         ExerciseResult(id=ex.id, title=ex.title, score=0.0, max_score=ex.max_score,
                        status=Status.ERROR, message=message,
                        tests=(TestResult(name="grading", score=0.0, max_score=ex.max_score,
-                                         passed=False, message=message, outcome="error"),))
+                                         passed=False, message=message, outcome=Outcome.ERROR),))
         for ex in assignment.exercises
     )
     return SubmissionResult(student=sub.id, assignment=assignment.id, score=0.0,

@@ -24,29 +24,26 @@ from grader.report.files import (
     write_report_html,
     write_result_json,
 )
-from grader.batch.pipeline import GradeOptions
-from grader.results import SubmissionResult, from_json_dict
-from grader.sandbox.host import Isolation
+from grader.config import RunConfig
+from grader.results import SubmissionResult
 from grader.batch.workers import grade_all
 
 Executor = Callable[[Sequence[Submission]], Iterator[SubmissionResult]]
 """Grades submissions and yields their results as they finish: local worker processes
-(`workers.grade_all`) or a Dask cluster (`dask_executor.grade_all`)."""
+(`workers.grade_all`) or a Dask cluster (`dask.grade_all`)."""
 
 
-def local_executor(assignment: Assignment, options: GradeOptions, isolation: Isolation,
-                   jobs: int) -> Executor:
-    return lambda subs: grade_all(subs, assignment, options, isolation, jobs)
+def local_executor(assignment: Assignment, config: RunConfig, jobs: int) -> Executor:
+    return lambda subs: grade_all(subs, assignment, config, jobs)
 
 
-def dask_executor(assignment: Assignment, options: GradeOptions, isolation: Isolation,
-                  scheduler: str) -> Executor:
+def dask_executor(assignment: Assignment, config: RunConfig, scheduler: str) -> Executor:
     from grader.batch import dask
 
-    return lambda subs: dask.grade_all(subs, assignment, options, isolation, scheduler)
+    return lambda subs: dask.grade_all(subs, assignment, config, scheduler)
 
 
-def run(subs: Sequence[Submission], assignment: Assignment, options: GradeOptions,
+def run(subs: Sequence[Submission], assignment: Assignment, config: RunConfig,
         executor: Executor, out: Path, *, force: bool = False, progress: bool = True,
         on_result: Callable[[SubmissionResult], object] | None = None) -> list[SubmissionResult]:
     """`on_result` hears of each result once it is on disk (kept ones first): the
@@ -55,7 +52,7 @@ def run(subs: Sequence[Submission], assignment: Assignment, options: GradeOption
     results: dict[str, SubmissionResult] = {}
     todo = []
     for sub in subs:
-        previous = None if force else up_to_date(sub, assignment, options, out)
+        previous = None if force else up_to_date(sub, assignment, config, out)
         if previous is not None:
             results[sub.id] = previous
             if on_result is not None:
@@ -90,20 +87,20 @@ def _make_folder(folder: Path) -> None:
         raise OutputError.writing(folder, exc) from None
 
 
-def up_to_date(sub: Submission, assignment: Assignment, options: GradeOptions,
+def up_to_date(sub: Submission, assignment: Assignment, config: RunConfig,
                out: Path) -> SubmissionResult | None:
     """The stored result if nothing that decides it changed since it was written."""
     path = out / sub.id / "result.json"
     try:
-        previous = from_json_dict(json.loads(path.read_text(encoding="utf-8")))
+        previous = SubmissionResult.from_json_dict(json.loads(path.read_text(encoding="utf-8")))
     except (OSError, ValueError, KeyError, TypeError):
         return None
     p = previous.provenance
     if p is None or not previous.gradable:
         return None
     same = (p.grader_version == __version__ and p.submission_digest == sub.digest()
-            and p.assignment_digest == assignment.digest() and p.device == options.device
-            and p.seed == options.seed)
+            and p.assignment_digest == assignment.digest() and p.device == config.device
+            and p.seed == config.seed)
     return previous if same else None
 
 

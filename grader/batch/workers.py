@@ -2,7 +2,9 @@
 
 Each worker is a separate `python -m grader.batch.workers` process that imports torch and
 pytest once, starts one sandbox zygote, and grades submissions one after another. It
-talks to the pool over a pipe in JSON lines (plain data, never pickle). A worker that
+talks to the pool over a pipe in JSON lines (plain data, never pickle): first the run's
+`RunConfig` (`to_json`), then one submission a line, each answered by its result
+(`SubmissionResult.to_json_dict`) or an error. A worker that
 dies or hangs costs only the submission it was grading, which gets an *ungradable*
 result (a grader failure, not a zero); the worker is replaced and the batch goes on.
 
@@ -29,9 +31,11 @@ from grader.sandbox import interpreter
 from grader.assignment import Assignment
 from grader.intake.discover import Submission
 from grader.errors import GraderError, InternalError, from_doc, one_line, stops_the_batch, to_doc
-from grader.batch.pipeline import GradeOptions, Grading, ungradable
-from grader.results import SubmissionResult, from_json_dict
-from grader.sandbox.host import Isolation
+from grader.batch.pipeline import Grading, ungradable
+from grader.batch.prepare import load_assignment, sandbox_for
+from grader.config import RunConfig
+from grader.limits import Limits
+from grader.results import SubmissionResult
 
 _BOOT = "from grader.batch import workers; workers.main()"
 
@@ -47,7 +51,8 @@ def submission_from(doc: dict[str, Any]) -> Submission:
 
 
 class Worker:
-    def __init__(self, init: dict[str, Any]) -> None:
+    def __init__(self, config: str) -> None:
+        """`config`: the `RunConfig` as JSON, the first line the worker reads."""
         env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "OMP_NUM_THREADS": "1"}
         # -I: no PYTHON* variables, no user site, and no current folder on sys.path, so
         # a `grader/` folder where the command runs (a student's pull request) can never
@@ -59,12 +64,12 @@ class Worker:
             interpreter.boot_argv(_BOOT, path), stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, env=env, text=True, bufsize=1,
         )
-        self._send(init)
+        self._send(config)
         self.ready = self._read(timeout_s=300.0)
 
-    def _send(self, doc: dict[str, Any]) -> None:
+    def _send(self, line: str) -> None:
         assert self.proc.stdin is not None
-        self.proc.stdin.write(json.dumps(doc) + "\n")
+        self.proc.stdin.write(line + "\n")
         self.proc.stdin.flush()
 
     def _read(self, timeout_s: float) -> dict[str, Any] | None:
@@ -81,7 +86,7 @@ class Worker:
 
     def grade(self, sub: Submission, timeout_s: float) -> dict[str, Any] | None:
         try:
-            self._send({"submission": submission_doc(sub)})
+            self._send(json.dumps({"submission": submission_doc(sub)}))
         except (BrokenPipeError, OSError):
             return None
         return self._read(timeout_s)
@@ -99,18 +104,16 @@ class Worker:
             self.kill()
 
 
-def grade_all(subs: Sequence[Submission], assignment: Assignment, options: GradeOptions,
-              isolation: Isolation, jobs: int) -> Iterator[SubmissionResult]:
-    """Yield each submission's result as soon as it is graded (in completion order)."""
-    init = {"assignment": str(assignment.path), "options": asdict(options),
-            "isolation": isolation.value}
+def grade_all(subs: Sequence[Submission], assignment: Assignment, config: RunConfig,
+              jobs: int) -> Iterator[SubmissionResult]:
+    """Yield each submission's result as soon as it is graded (in completion order).
+    The workers load `assignment` themselves, as `config` says (`load_assignment`)."""
+    init = config.with_assignment(assignment.path).to_json()
     todo: queue.Queue[Submission | None] = queue.Queue()
     for s in subs:
         todo.put(s)
     done: queue.Queue[SubmissionResult | BaseException] = queue.Queue()
-    limits = assignment.limits
-    # A grading the sandbox failed is done again once (`Grading.ATTEMPTS`), with a restart.
-    timeout_s = Grading.ATTEMPTS * (limits.per_submission_s + limits.load_s * 2) + 120
+    timeout_s = submission_timeout_s(config.limits_for(assignment.limits))
     threads = [threading.Thread(target=_drive, args=(init, todo, done, assignment, timeout_s),
                                 daemon=True) for _ in range(max(1, min(jobs, len(subs))))]
     for t in threads:
@@ -126,6 +129,12 @@ def grade_all(subs: Sequence[Submission], assignment: Assignment, options: Grade
         _drain(todo, len(threads))
 
 
+def submission_timeout_s(limits: Limits) -> float:
+    """How long a worker may take on one submission before it counts as hung: a grading
+    the sandbox failed is done again once (`Grading.ATTEMPTS`), with a restart."""
+    return Grading.ATTEMPTS * (limits.per_submission_s + limits.load_s * 2) + 120
+
+
 def _drain(todo: "queue.Queue[Submission | None]", drivers: int) -> None:
     while True:
         try:
@@ -136,7 +145,7 @@ def _drain(todo: "queue.Queue[Submission | None]", drivers: int) -> None:
         todo.put(None)
 
 
-def _drive(init: dict[str, Any], todo: "queue.Queue[Submission | None]",
+def _drive(init: str, todo: "queue.Queue[Submission | None]",
            done: "queue.Queue[SubmissionResult | BaseException]", assignment: Assignment,
            timeout_s: float) -> None:
     """One worker's loop, in a thread of the pool. Whatever goes wrong here reaches the
@@ -147,7 +156,7 @@ def _drive(init: dict[str, Any], todo: "queue.Queue[Submission | None]",
         done.put(InternalError(one_line(f"a grading worker's driver failed: {type(exc).__name__}: {exc}")))
 
 
-def _drive_worker(init: dict[str, Any], todo: "queue.Queue[Submission | None]",
+def _drive_worker(init: str, todo: "queue.Queue[Submission | None]",
                   done: "queue.Queue[SubmissionResult | BaseException]", assignment: Assignment,
                   timeout_s: float) -> None:
     worker: Worker | None = None
@@ -170,7 +179,7 @@ def _drive_worker(init: dict[str, Any], todo: "queue.Queue[Submission | None]",
                 break
             done.put(ungradable(sub, assignment, _reason(error)))
         else:
-            done.put(from_json_dict(reply["result"]))
+            done.put(SubmissionResult.from_json_dict(reply["result"]))
     if worker is not None:
         worker.close()
 
@@ -195,17 +204,16 @@ def main() -> None:
     os.dup2(2, 1)  # anything else printed here goes to stderr, not into the protocol
     # Private too: the test session's capture puts its own object on sys.stdin.
     inp = os.fdopen(os.dup(0), "r")
-    from grader import assignment as assignment_mod
     from grader.sandbox.host import Sandbox
 
-    init = json.loads(inp.readline())
     sandbox: Sandbox | None = None
     try:
-        a = assignment_mod.load(Path(init["assignment"]))
-        sandbox = Sandbox(Isolation(init["isolation"]), a.limits, hidden=(a.root,))
+        config = RunConfig.from_json(inp.readline())
+        a = load_assignment(config)
+        sandbox = sandbox_for(a, config)
         sandbox.launch()  # the zygote imports torch while this process does the same
         _warm_imports()
-        grading = Grading(a, sandbox, GradeOptions(**init["options"]))  # collects the tests
+        grading = Grading(a, sandbox, config)  # collects the tests
         sandbox.ready_or_restart()
     except Exception as exc:
         if sandbox is not None:
@@ -246,11 +254,9 @@ def _warm_imports() -> None:
 def _grade_line(line: str, grading: Grading) -> dict[str, Any]:
     """One submission's answer: {"result": ...}, or {"fault": {"class", "message"}} for an
     error of the grader's (the parent rebuilds it: `errors.from_doc`)."""
-    from grader.results import to_json_dict
-
     sub = submission_from(json.loads(line)["submission"])
     try:
-        return {"result": to_json_dict(grading.grade(sub))}
+        return {"result": grading.grade(sub).to_json_dict()}
     except Exception as exc:  # ours (a GraderError), or a bug of ours: never the student's
         return {"fault": to_doc(exc)}
 

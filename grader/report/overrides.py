@@ -43,10 +43,13 @@ import yaml
 from grader.errors import UsageError
 from grader.results import (
     Evidence,
+    EvidenceKind,
     ExerciseResult,
+    Outcome,
     Status,
     SubmissionResult,
     TestResult,
+    Visibility,
     exercise_status,
 )
 
@@ -193,8 +196,9 @@ def _apply_exercise(ex: ExerciseResult, items: Mapping[str | None, Override]) ->
 def _override_test(t: TestResult, o: Override, automatic: Mapping[str, Any]) -> TestResult:
     points = float(min(o.points, t.max_score))
     passed = points >= t.max_score - EPS
-    outcome = "passed" if passed else ("failed" if t.outcome == "passed" else t.outcome)
-    original = {"score": float(t.score), "passed": t.passed, "outcome": t.outcome, "message": t.message}
+    outcome = Outcome.PASSED if passed else (Outcome.FAILED if t.outcome == Outcome.PASSED else t.outcome)
+    original = {"score": float(t.score), "passed": t.passed, "outcome": str(t.outcome),
+                "message": t.message}
     if t.needs_review is not None:  # a person has now decided: no longer waiting for review
         original["needs_review"] = t.needs_review
     record = {"key": o.key, "points": float(o.points), "applied": points, "comment": o.comment,
@@ -204,7 +208,7 @@ def _override_test(t: TestResult, o: Override, automatic: Mapping[str, Any]) -> 
     return dataclasses.replace(
         t, score=round(points, 6), passed=passed, outcome=outcome, message=_message(o),
         needs_review=False if t.needs_review is not None else None,
-        evidence=t.evidence + (Evidence("note", {"text": text, "override": record}),))
+        evidence=t.evidence + (Evidence(EvidenceKind.NOTE, {"text": text, "override": record}),))
 
 
 def _adjustment(ex: ExerciseResult, o: Override, target: float, delta: float,
@@ -214,9 +218,9 @@ def _adjustment(ex: ExerciseResult, o: Override, target: float, delta: float,
     text = (f"exercise score set to {_pts(target)} of {_pts(ex.max_score)} by the instructor "
             f"(automatic score {_pts(float(automatic['score']))})")
     return TestResult(name=ADJUSTMENT_NAME, score=delta, max_score=0.0, passed=True,
-                      message=_message(o), outcome="passed", visibility="visible",
+                      message=_message(o), outcome=Outcome.PASSED, visibility=Visibility.VISIBLE,
                       test_id=f"{ADJUSTMENT_PREFIX}{ex.id}",
-                      evidence=(Evidence("note", {"text": text, "override": record}),))
+                      evidence=(Evidence(EvidenceKind.NOTE, {"text": text, "override": record}),))
 
 
 def _message(o: Override) -> str:
@@ -237,7 +241,7 @@ def is_adjustment(test: TestResult) -> bool:
 
 def _record(test: TestResult) -> dict[str, Any] | None:
     for ev in test.evidence:
-        record = ev.data.get("override") if ev.kind == "note" and isinstance(ev.data, dict) else None
+        record = ev.data.get("override") if ev.kind == EvidenceKind.NOTE and isinstance(ev.data, dict) else None
         if isinstance(record, dict):
             return record
     return None
@@ -265,9 +269,9 @@ def _restore_test(t: TestResult) -> TestResult:
     if record is None:
         return t
     original = record["original"]
-    evidence = tuple(ev for ev in t.evidence if not (ev.kind == "note" and "override" in ev.data))
+    evidence = tuple(ev for ev in t.evidence if not (ev.kind == EvidenceKind.NOTE and "override" in ev.data))
     return dataclasses.replace(t, score=float(original["score"]), passed=bool(original["passed"]),
-                               outcome=str(original["outcome"]), message=str(original["message"]),
+                               outcome=Outcome.known(str(original["outcome"])), message=str(original["message"]),
                                needs_review=original.get("needs_review", t.needs_review),
                                evidence=evidence)
 

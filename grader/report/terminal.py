@@ -22,10 +22,13 @@ from grader.report.formatting import (
 from grader.report.layout import terminal_width, widest, wrap
 from grader.results import (
     Evidence,
+    EvidenceKind,
     ExerciseResult,
+    Outcome,
     Status,
     SubmissionResult,
     TestResult,
+    Visibility,
 )
 
 __all__ = ["format_check_table"]
@@ -160,21 +163,21 @@ def _heatmap_lines(data: dict[str, Any]) -> list[str]:
 
 def _evidence_lines(ev: Evidence) -> list[str]:
     data = ev.data if isinstance(ev.data, dict) else {}
-    if ev.kind == "mismatch":
+    if ev.kind == EvidenceKind.MISMATCH:
         return _mismatch_lines(data)
-    if ev.kind == "heatmaps":
+    if ev.kind == EvidenceKind.HEATMAPS:
         return _heatmap_lines(data)
-    if ev.kind == "traceback":
+    if ev.kind == EvidenceKind.TRACEBACK:
         return [str(data.get("title", "traceback")), *plain_text(data.get("text", "")).splitlines()]
-    if ev.kind == "note":
+    if ev.kind == EvidenceKind.NOTE:
         return [str(data.get("text", ""))]
     return []
 
 
 def _test_block(t: TestResult, color: bool, width: int = WIDTH) -> list[str]:
-    visible = t.visibility != "message_only"
+    visible = t.visibility != Visibility.MESSAGE_ONLY
     name = plain_text(t.name) if visible else "a check whose details are withheld"
-    outcome = f" [{t.outcome}]" if t.outcome in ("error", "timeout") else ""
+    outcome = f" [{t.outcome}]" if t.outcome in (Outcome.ERROR, Outcome.TIMEOUT) else ""
     points = INSTRUCTOR_GRADED if awaits_instructor(t) else f"{fmt_points(t.score)}/{fmt_points(t.max_score)}"
     head = wrap(f"x {name}  ({points}){outcome}", width, "  ", hang=INDENT)
     lines = [f"  {_paint('x', 'failed', color)}{head[0][3:]}", *head[1:]]
@@ -187,7 +190,7 @@ def _test_block(t: TestResult, color: bool, width: int = WIDTH) -> list[str]:
 
 
 def _exercise_block(ex: ExerciseResult, color: bool, width: int = WIDTH) -> list[str]:
-    shown = [t for t in ex.tests if t.visibility in ("visible", "message_only")]
+    shown = [t for t in ex.tests if t.visibility in (Visibility.VISIBLE, Visibility.MESSAGE_ONLY)]
     failing = [t for t in shown if not t.passed]
     hidden = [t for t in ex.tests if t not in shown]  # unknown visibility: hidden
     hidden_failed = any(not t.passed for t in hidden)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from grader.report.overrides import is_adjustment
-from grader.results import ExerciseResult, SubmissionResult, TestResult
+from grader.results import ExerciseResult, SubmissionResult, TestResult, Visibility
 
 __all__ = ["WITHHELD", "Shown", "adjustments", "hidden_counts", "shown"]
 
@@ -34,9 +34,10 @@ class Shown:
 def shown(ex: ExerciseResult) -> Shown:
     tests = [t for t in ex.tests if not is_adjustment(t)]
     return Shown(
-        visible=tuple(t for t in tests if t.visibility == "visible"),
-        message_only=tuple(t for t in tests if t.visibility == "message_only"),
-        hidden=tuple(t for t in tests if t.visibility not in ("visible", "message_only")),
+        visible=tuple(t for t in tests if t.visibility == Visibility.VISIBLE),
+        message_only=tuple(t for t in tests if t.visibility == Visibility.MESSAGE_ONLY),
+        hidden=tuple(t for t in tests
+                     if t.visibility not in (Visibility.VISIBLE, Visibility.MESSAGE_ONLY)),
     )
 
 

@@ -125,9 +125,9 @@ def _failures(r: SubmissionResult, ex: ExerciseResult,
               sub: Submission | None) -> list[tuple[str, str, Location]]:
     """(title, message, location) of each failing test a student may see."""
     view, label = shown(ex), ex.title or ex.id
-    found = [(f"{label}: {t.name or t.test_id}", t.message or t.outcome, locate_test(r, t, sub))
+    found = [(f"{label}: {t.name or t.test_id}", t.message or str(t.outcome), locate_test(r, t, sub))
              for t in view.visible if not t.passed]
-    found += [(f"{label}: {WITHHELD}", t.message or t.outcome,
+    found += [(f"{label}: {WITHHELD}", t.message or str(t.outcome),
                locate_test(r, t, sub, use_evidence=False))
               for t in view.message_only if not t.passed]
     if not ex.tests and ex.message and Status(ex.status) is not Status.PASSED:
@@ -224,7 +224,7 @@ def _by_message(r: SubmissionResult) -> dict[str, list[str]]:
         failing = [(t.name or t.test_id, t) for t in view.visible if not t.passed]
         failing += [(WITHHELD, t) for t in view.message_only if not t.passed]
         for name, t in failing:
-            item = f"{label} · {md_text(name)} ({_score(t.score, t.max_score)}, {md_text(t.outcome)})"
+            item = f"{label} · {md_text(name)} ({_score(t.score, t.max_score)}, {md_text(str(t.outcome))})"
             groups.setdefault(t.message, []).append(item)
         if not ex.tests and ex.message and Status(ex.status) is not Status.PASSED:
             groups.setdefault(ex.message, []).append(f"{label} ({_status(ex)})")

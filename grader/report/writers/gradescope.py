@@ -36,7 +36,7 @@ from grader import __version__
 from grader.errors import InternalError, UsageError
 from grader.report.files import write_text_atomic
 from grader.report.formatting import fmt_points, plain_text
-from grader.results import ExerciseResult, Status, SubmissionResult, TestResult
+from grader.results import EvidenceKind, ExerciseResult, Outcome, Status, SubmissionResult, TestResult
 from grader.report.writers import Context, Writer
 from grader.report.visibility import WITHHELD, adjustments, shown
 
@@ -122,8 +122,9 @@ def _entry(name: str, t: TestResult, output: str, visibility: str) -> dict[str, 
 
 def _full_output(t: TestResult) -> str:
     parts = [t.message] if t.message else []
-    parts += [str(ev.data.get("text", "")) for ev in t.evidence if ev.kind in ("traceback", "note")]
-    if t.outcome in ("error", "timeout"):
+    parts += [str(ev.data.get("text", "")) for ev in t.evidence
+              if ev.kind in (EvidenceKind.TRACEBACK, EvidenceKind.NOTE)]
+    if t.outcome in (Outcome.ERROR, Outcome.TIMEOUT):
         parts.insert(0, f"[{t.outcome}]")
     return "\n\n".join(p for p in parts if p)
 

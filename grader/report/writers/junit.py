@@ -27,7 +27,7 @@ from pathlib import Path
 
 from grader.report.files import write_text_atomic
 from grader.report.formatting import fmt_points
-from grader.results import ExerciseResult, Status, SubmissionResult, TestResult
+from grader.results import EvidenceKind, ExerciseResult, Outcome, Status, SubmissionResult, TestResult
 from grader.report.writers import Context, Writer
 from grader.report.visibility import WITHHELD, shown
 
@@ -75,13 +75,13 @@ def _testcase(classname: str, name: str, seconds: float, problem: tuple[str, str
 def _test_problem(t: TestResult, message: str) -> tuple[str, str, str] | None:
     if t.passed:
         return None
-    if t.outcome in ("error", "timeout"):
-        return ("error", t.outcome, message or t.outcome)
+    if t.outcome in (Outcome.ERROR, Outcome.TIMEOUT):
+        return ("error", str(t.outcome), message or str(t.outcome))
     return ("failure", "failed", message or "failed")
 
 
 def _visible_text(t: TestResult) -> str:
-    tracebacks = [str(ev.data.get("text", "")) for ev in t.evidence if ev.kind == "traceback"]
+    tracebacks = [str(ev.data.get("text", "")) for ev in t.evidence if ev.kind == EvidenceKind.TRACEBACK]
     return "\n\n".join([t.message, *tracebacks]).strip()
 
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from grader.results import SubmissionResult, TestResult
+from grader.results import EvidenceKind, Outcome, SubmissionResult, TestResult
 
 if TYPE_CHECKING:
     from grader.intake.discover import Submission
@@ -47,11 +47,11 @@ def locate_test(result: SubmissionResult, test: TestResult, sub: Submission | No
         return Location(sub.answers, answers_line(sub.answers, test.test_id.removeprefix("question:")))
     if code is None:
         return Location(sub.answers)
-    texts = [str(ev.data.get("text", "")) for ev in test.evidence if ev.kind == "traceback"]
+    texts = [str(ev.data.get("text", "")) for ev in test.evidence if ev.kind == EvidenceKind.TRACEBACK]
     line = next((n for text in reversed(texts) if (n := _code_line(text, code, None))), None)
     if use_evidence and line:
         return Location(code, line)
-    if use_evidence and test.outcome == "error" and result.load.cell_errors:
+    if use_evidence and test.outcome == Outcome.ERROR and result.load.cell_errors:
         return Location(code, _load_error_line(result.load.cell_errors[-1], code) or 1)
     return Location(code)
 
