@@ -94,6 +94,9 @@ class Assignment:
     """Files of written answers labelled by hand (`labelled_answers:`, one or a list),
     which `grader validate` scores with the answer key to measure it; instructor only,
     never in the kit."""
+    support: Path | None = None
+    """The support module (`support:`): helpers the tests of this assignment share, given
+    to them as the `support` fixture; it goes in the kit when a public test uses it."""
 
     @property
     def root(self) -> Path:
@@ -116,6 +119,7 @@ class Assignment:
     def digest(self, public: bool = False) -> str:
         """Hash of everything that decides a grade, to know when a result is stale."""
         files = [self.path] + [f for ex in self.exercises if (f := ex.test_file(public))]
+        files += [self.support] if self.support else []
         if not public:
             files += [p for p in (self.reference, self.answer_key) if p]
         h = hashlib.sha256()
@@ -171,6 +175,7 @@ def load(path: Path, *, require_hidden: bool = True) -> Assignment:
         starter=tuple((root / rel).resolve() for rel in doc.get("starter", ())),
         environment=_environment(path, doc.get("environment")),
         labelled_answers=tuple((root / rel).resolve() for rel in _as_list(doc.get("labelled_answers"))),
+        support=_optional(root, doc.get("support")),
     )
     _check_files(assignment, require_hidden)
     return assignment
@@ -295,6 +300,8 @@ def _check_files(a: Assignment, require_hidden: bool) -> None:
             if f is not None and not f.is_file() and (require_hidden or kind == "public"):
                 raise AssignmentSchemaError(a.path, f"exercises.{ex.id}.{kind}",
                                             f"test file {f} does not exist")
+    if a.support is not None and not a.support.is_file():
+        raise AssignmentSchemaError(a.path, "support", f"support module {a.support} does not exist")
     if require_hidden:
         for key, f in (("reference", a.reference), ("answer_key", a.answer_key), ("mutants", a.mutants),
                        *((f"labelled_answers.{i}", f) for i, f in enumerate(a.labelled_answers)),

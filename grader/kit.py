@@ -5,6 +5,7 @@ key (nor a hash of one), no reference, no mutants.
       README.md               how to install grader, write, check and hand in
       assignment.yaml         the student copy: `grader check` in this folder finds it
       public/test_*.py        the public tests
+      public/support.py       the assignment's support module, where a public test uses it
       starter/...             the assignment's starter files (a module and a notebook)
       answers.template.yaml   every written question, to copy to answers.yaml
 
@@ -39,6 +40,10 @@ def student_yaml(a: Assignment) -> str:
     doc = yaml.safe_load(a.path.read_text(encoding="utf-8"))
     for key in INSTRUCTOR_ONLY_KEYS:
         doc.pop(key, None)
+    if a.support is not None and public_tests_use_support(a):
+        doc["support"] = f"public/{a.support.name}"
+    else:
+        doc.pop("support", None)
     for ex in doc["exercises"]:
         ex.pop("hidden", None)
         if "public" in ex:
@@ -58,6 +63,10 @@ def write_kit(a: Assignment, out: Path) -> list[Path]:
             target = folder / "public" / ex.public.name
             shutil.copyfile(ex.public, target)
             written.append(target)
+    if a.support is not None and public_tests_use_support(a):
+        target = folder / "public" / a.support.name
+        shutil.copyfile(a.support, target)
+        written.append(target)
     for f in a.starter:
         target = folder / STARTER_DIR / f.name
         target.parent.mkdir(exist_ok=True)
@@ -67,6 +76,22 @@ def write_kit(a: Assignment, out: Path) -> list[Path]:
         written.append(write_text_atomic(folder / TEMPLATE_NAME, template_answers(a.questions)))
     written.append(write_text_atomic(folder / "README.md", student_readme(a)))
     return written
+
+
+def public_tests_use_support(a: Assignment) -> bool:
+    """Whether a public test function takes the `support` fixture: only then does the
+    support module (which hidden tests may use too) go to students."""
+    return any(_takes_support(ex.public) for ex in a.exercises if ex.public is not None)
+
+
+def _takes_support(test_file: Path) -> bool:
+    try:
+        tree = ast.parse(test_file.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return True  # cannot tell: `grader check` must not fail for want of it
+    return any(arg.arg == "support" for node in ast.walk(tree)
+               if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+               for arg in node.args.args + node.args.kwonlyargs)
 
 
 # ------------------------------------------------------------------------ README.md

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+import yaml
 
 from conftest import ROOT, run_grader
 
@@ -150,3 +151,31 @@ def test_check_in_the_kit_before_copying_a_starter_says_what_to_do(kit):
     done = run_grader("check", cwd=kit)
     assert done.returncode == 64, done.stdout + done.stderr
     assert "copy starter/attention.py or starter/attention.ipynb" in done.stderr
+
+
+def test_the_kit_carries_the_support_module_its_public_tests_use(kit):
+    support = kit / "public" / "support.py"
+    assert support.read_bytes() == (ROOT / "assignments" / "attention" / "support.py").read_bytes()
+    doc = yaml.safe_load((kit / "assignment.yaml").read_text())
+    assert doc["support"] == "public/support.py"
+    names = {p.relative_to(kit).as_posix() for p in kit.rglob("*") if p.is_file()}
+    assert not any(n.startswith("hidden/") or "answer_key" in n or "mutants" in n for n in names), names
+    assert "reference" not in doc and "answer_key" not in doc
+
+
+def test_a_kit_whose_public_tests_do_not_use_support_leaves_it_out(tmp_path):
+    from grader import assignment
+    from grader.kit import write_kit
+
+    folder = tmp_path / "assignments" / "attention"
+    shutil.copytree(ROOT / "assignments" / "attention", folder, ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "reference").mkdir()
+    shutil.copyfile(ROOT / "reference" / "attention.py", tmp_path / "reference" / "attention.py")
+    for test in (folder / "public").glob("test_*.py"):
+        test.write_text('def test_nothing(student):\n    """passes"""\n')
+    write_kit(assignment.load(folder / "assignment.yaml"), tmp_path / "kit")
+    kit = tmp_path / "kit" / "attention"
+    assert not (kit / "public" / "support.py").exists()
+    assert "support" not in yaml.safe_load((kit / "assignment.yaml").read_text())
+    done = run_grader("check", "--exercise", "attention_core", cwd=kit)
+    assert done.returncode == 64 and "Traceback" not in done.stderr, done.stdout + done.stderr

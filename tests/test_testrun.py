@@ -129,3 +129,68 @@ def test_a_session_broken_by_an_error_of_ours_is_replaced(tiny, box, monkeypatch
         assert grading.tests._thread is not first_session
     assert without_timing(again) == without_timing(grade_submission(honest, tiny, box, GradeOptions()))
     assert again.score == again.max_score
+
+
+SUPPORTED_TESTS = '''
+def test_add_through_support(student, reference, support):
+    """adds two small integers, checked by the support module"""
+    support.expect_sum(student.add(2, 3), reference.add(2, 3))
+'''
+SUPPORT = '''
+from grader.testing import fail
+
+LOADED_IN = __name__
+
+
+def expect_sum(got, want):
+    if got != want:
+        fail(f"add(2, 3) returned {got}, expected {want}.")
+'''
+
+
+def _supported_assignment(tmp_path: Path, support: str | None) -> assignment.Assignment:
+    root = tmp_path / "supported"
+    shutil.copytree(TINY, root, ignore=shutil.ignore_patterns("__pycache__"))
+    (root / "hidden" / "test_add.py").write_text(SUPPORTED_TESTS)
+    if support is not None:
+        (root / "support.py").write_text(support)
+        yaml_path = root / "assignment.yaml"
+        yaml_path.write_text(yaml_path.read_text().replace("reference: reference.py\n",
+                                                           "reference: reference.py\nsupport: support.py\n"))
+    return assignment.load(root / "assignment.yaml")
+
+
+def test_tests_receive_the_assignments_support_module(tmp_path, box) -> None:
+    supported = _supported_assignment(tmp_path, SUPPORT)
+    assert supported.support == supported.root / "support.py"
+    with Grading(supported, box, GradeOptions()) as grading:
+        honest, wrong = (grading.grade(_sub(name, supported)) for name in ("honest", "wrong"))
+    add = [next(ex for ex in r.exercises if ex.id == "add") for r in (honest, wrong)]
+    assert add[0].score == add[0].max_score
+    assert add[1].score < add[1].max_score
+    assert any("returned" in t.message and "expected 5" in t.message for t in add[1].tests)
+
+
+def test_the_support_module_is_imported_afresh_by_each_session(tmp_path) -> None:
+    from grader.testing.session import TestRunner
+
+    supported = _supported_assignment(tmp_path, SUPPORT)
+    files = [supported.exercises[0].hidden]
+    with TestRunner(files, None, "cpu", 0, supported.root, support=supported.support) as first:
+        assert first._support is not None and first._support.LOADED_IN.startswith("grader_support_")
+    supported.support.write_text(SUPPORT + "\nEDITED = True\n")
+    with TestRunner(files, None, "cpu", 0, supported.root, support=supported.support) as second:
+        assert second._support is not None and second._support.EDITED
+
+
+def test_a_test_asking_for_an_undeclared_support_module_is_the_graders_error(tmp_path, box) -> None:
+    unsupported = _supported_assignment(tmp_path, None)
+    with Grading(unsupported, box, GradeOptions()) as grading, \
+            pytest.raises(AssignmentError, match="declares no support module"):
+        grading.grade(_sub("honest", unsupported))
+
+
+def test_a_support_module_that_fails_to_import_is_the_assignments_error(tmp_path, box) -> None:
+    broken = _supported_assignment(tmp_path, "raise RuntimeError('broken support')\n")
+    with pytest.raises(AssignmentError, match="support module .* fails to import: broken support"):
+        Grading(broken, box, GradeOptions())

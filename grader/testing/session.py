@@ -1,8 +1,10 @@
 """Running an assignment's pytest files against one submission, in the grader's process.
 
 The tests, their assertions and the reference run here; the student's code runs in
-the sandboxed child behind the `student` fixture. A plugin provides the fixtures and
-turns each test's outcome into plain data (`TestOutcome`).
+the sandboxed child behind the `student` fixture. A plugin provides the fixtures
+(`student`, `reference`, `support`, `device`, `feedback`) and turns each test's outcome
+into plain data (`TestOutcome`). `support` is the assignment's support module, imported
+here from the assignment's folder, like the reference.
 
 One pytest session serves every submission a process grades (`TestRunner`): pytest's
 configuration and collection, and the import of the test files, are paid once, and
@@ -65,9 +67,11 @@ class Feedback:
 
 
 class GraderPlugin:
-    def __init__(self, reference: ModuleType | None, device: str, seed: int) -> None:
+    def __init__(self, reference: ModuleType | None, device: str, seed: int,
+                 support: ModuleType | None = None) -> None:
         self.connection: Connection | None = None
         self.reference_module = reference
+        self.support_module = support
         self.device_name = device
         self.seed = seed
         self.outcomes: list[TestOutcome] = []
@@ -121,6 +125,14 @@ class GraderPlugin:
         if self.reference_module is None:
             pytest.fail("this test needs the reference, which is not available here")
         return self.reference_module
+
+    @pytest.fixture
+    def support(self) -> ModuleType:
+        """The assignment's support module (`support:` in its YAML): helpers its tests share."""
+        if self.support_module is None:
+            raise AssignmentError("a test asks for the `support` fixture, but the assignment "
+                                  "declares no support module (`support:` in its YAML)")
+        return self.support_module
 
     @pytest.fixture
     def device(self) -> torch.device:
@@ -255,9 +267,10 @@ class TestRunner:
     __test__ = False  # not a test class, whatever pytest thinks of the name
 
     def __init__(self, files: list[Path], reference: ModuleType | None, device: str,
-                 seed: int, rootdir: Path) -> None:
+                 seed: int, rootdir: Path, support: Path | None = None) -> None:
         self.files = files
-        self._plugin = GraderPlugin(reference, device, seed)
+        self._support = load_support(support) if files and support else None
+        self._plugin = GraderPlugin(reference, device, seed, self._support)
         self._thread: threading.Thread | None = None
         self._modules_before = set(sys.modules)
         self._closed = False
@@ -272,7 +285,8 @@ class TestRunner:
                                         name="grader-tests")
         self._thread.start()
         errors = self._plugin.collected.get()
-        if errors:
+        if errors:  # what the session imported must not stay for the next one to find
+            self.close()
             raise AssignmentError(f"the assignment's tests could not be collected: {errors}")
 
     def _session(self, args: list[str]) -> None:
@@ -309,6 +323,8 @@ class TestRunner:
             self._plugin.jobs.put(None)
             self._thread.join()
         _forget_modules(set(sys.modules) - self._modules_before, {f.parent for f in self.files})
+        if self._support is not None:
+            sys.modules.pop(self._support.__name__, None)
 
     def __enter__(self) -> "TestRunner":
         return self
@@ -327,6 +343,23 @@ def _forget_modules(names: set[str], folders: set[Path]) -> None:
         where = [getattr(module, "__file__", None) or "", *getattr(module, "__path__", ())]
         if any(w and any(Path(w).is_relative_to(f) for f in folders) for w in where):
             del sys.modules[name]
+
+
+def load_support(path: Path) -> ModuleType:
+    """Import an assignment's support module, in the grader's process (never in the
+    sandbox), afresh for each test session so that an edited file is seen."""
+    name = f"grader_support_{zlib.crc32(str(path).encode()):x}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None or not path.is_file():
+        raise AssignmentError(f"cannot import the support module {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses and pickling look their module up there
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        del sys.modules[name]
+        raise AssignmentError(f"the support module {path} fails to import: {exc}") from exc
+    return module
 
 
 _REFERENCES: dict[Path, ModuleType] = {}

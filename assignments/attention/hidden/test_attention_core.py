@@ -8,62 +8,28 @@ without judging dtype or device (that is `shape_reading`'s job).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import Any
 
 import torch
 from torch.nn import functional as F
 
-from grader.testing import GradingFailure, assert_close, fail
+from grader.testing import (
+    assert_close,
+    call_both,
+    dtype_name,
+    expect_raise,
+    returned_pair,
+    seeded_randn,
+)
 
 E, H = 32, 4  # head_dim 8
 B, T = 2, 6
 
 
-def _randn(*shape: int, seed: int, device: torch.device) -> torch.Tensor:
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed)).to(device)
-
-
-def _paired(student: Any, reference: Any, device: torch.device) -> tuple[Any, Any]:
-    """The student's module and the reference's: eval(), dropout off, the same weights."""
-    ref = reference.seeded_module(E, H, seed=0).to(device)
-    mine = student.MultiHeadSelfAttention(E, H, dropout_p=0.0)
-    mine.to(str(device))
-    mine.eval()
-    try:
-        mapped = reference.weights_for(mine, ref)
-    except ValueError as exc:
-        fail(str(exc))
-    mine.load_state_dict(mapped)
-    return mine, ref
-
-
-def _pair(result: Any, what: str) -> tuple[Any, Any]:
-    if not (isinstance(result, (tuple, list)) and len(result) == 2):
-        fail(f"{what} must return a pair (output, weights), got {type(result).__name__}.")
-    return result[0], result[1]
-
-
-def _matches(got: Any, expected: torch.Tensor) -> bool:
-    if not isinstance(got, torch.Tensor) or got.shape != expected.shape or got.is_meta:
-        return False
-    g, e = got.detach().cpu().double(), expected.detach().cpu().double()
-    return torch.allclose(g, e, atol=1e-4, rtol=1e-3)
-
-
-def _compare(
-    got: Any,
-    expected: torch.Tensor,
-    what: str,
-    bugs: Callable[[], dict[str, torch.Tensor]],
-    default_hint: str,
-) -> None:
-    """assert_close, with a hint naming the known bug that reproduces `got`, if any."""
-    try:
-        assert_close(got, expected, what=what, check_dtype=False, check_device=False)
-    except GradingFailure:
-        hint = next((h for h, e in bugs().items() if _matches(got, e)), default_hint)
-        assert_close(got, expected, what=what, hint=hint, check_dtype=False, check_device=False)
+def _compare(got: Any, expected: torch.Tensor, what: str, bugs: Any, default_hint: str) -> None:
+    """Values only (dtype and device are `shape_reading`'s), naming a known bug if one fits."""
+    assert_close(got, expected, what=what, hint=default_hint, bugs=bugs, check_dtype=False,
+                 check_device=False)
 
 
 def _score_bugs(q: torch.Tensor, k: torch.Tensor) -> dict[str, torch.Tensor]:
@@ -116,77 +82,50 @@ def _output_bugs(ref: Any, x: torch.Tensor) -> dict[str, torch.Tensor]:
     }
 
 
-def _said(exc: BaseException) -> str:
-    """'TypeName: message' for an exception the student's code raised."""
-    message = exc.args[0] if exc.args else ""
-    return f"{getattr(exc, 'type_name', type(exc).__name__)}: {message}"
-
-
-def _raised_by_student(exc: BaseException) -> bool:
-    """False for the grader's own failures (a crash or timeout of the child)."""
-    try:
-        from grader.testing.student import StudentRaised
-    except ImportError:  # no sandbox: everything comes from the submission
-        return True
-    return isinstance(exc, StudentRaised)
-
-
-def _expect_raise(kind: type[Exception], what: str, hint: str, call: Callable[..., Any],
-                  *args: Any, **kwargs: Any) -> None:
-    """Pass if `call(*args, **kwargs)` raises `kind` in the student's code, else fail."""
-    try:
-        call(*args, **kwargs)
-    except kind:
-        return
-    except Exception as exc:  # the student's exception, arrived as its builtin type
-        if not _raised_by_student(exc):
-            raise
-        fail(f"{what} raised {_said(exc)}; expected {kind.__name__}.", hint=hint)
-    fail(f"{what} did not raise; expected {kind.__name__}.", hint=hint)
-
-
 def test_function_matches_reference(student, reference, device):
     """scaled_dot_product_attention matches the reference"""
-    q = _randn(B, H, 4, 8, seed=1, device=device)
-    k = _randn(B, H, 6, 8, seed=2, device=device)
-    v = _randn(B, H, 6, 5, seed=3, device=device)
-    out, w = _pair(student.scaled_dot_product_attention(q, k, v), "scaled_dot_product_attention")
-    r_out, r_w = reference.scaled_dot_product_attention(q, k, v)
+    q = seeded_randn(B, H, 4, 8, seed=1, device=device)
+    k = seeded_randn(B, H, 6, 8, seed=2, device=device)
+    v = seeded_randn(B, H, 6, 5, seed=3, device=device)
+    mine, (r_out, r_w) = call_both(student.scaled_dot_product_attention,
+                                   reference.scaled_dot_product_attention, q, k, v)
+    out, w = returned_pair(mine, "scaled_dot_product_attention", tensors=False)
     _compare(w, r_w, "attention weights", lambda: _score_bugs(q, k),
              "weights must be softmax(q @ k^T / sqrt(d_k)) over the last axis.")
-    _compare(out, r_out, "output", dict, "the output must be weights @ v.")
+    _compare(out, r_out, "output", None, "the output must be weights @ v.")
 
 
 def test_function_any_leading_dims(student, reference, device):
     """scaled_dot_product_attention works for inputs with one leading dim ([B, T, D])"""
-    q = _randn(3, 5, 8, seed=4, device=device)
-    k = _randn(3, 7, 8, seed=5, device=device)
-    v = _randn(3, 7, 8, seed=6, device=device)
-    out, w = _pair(student.scaled_dot_product_attention(q, k, v), "scaled_dot_product_attention")
-    r_out, r_w = reference.scaled_dot_product_attention(q, k, v)
+    q = seeded_randn(3, 5, 8, seed=4, device=device)
+    k = seeded_randn(3, 7, 8, seed=5, device=device)
+    v = seeded_randn(3, 7, 8, seed=6, device=device)
+    mine, (r_out, r_w) = call_both(student.scaled_dot_product_attention,
+                                   reference.scaled_dot_product_attention, q, k, v)
+    out, w = returned_pair(mine, "scaled_dot_product_attention", tensors=False)
     hint = "q, k, v are [..., T, D]: transpose k with k.transpose(-2, -1), not with fixed dims like (2, 3)."
     _compare(w, r_w, "attention weights", lambda: _score_bugs(q, k), hint)
-    _compare(out, r_out, "output", dict, hint)
+    _compare(out, r_out, "output", None, hint)
 
 
-def test_module_weights_match_reference(student, reference, device):
+def test_module_weights_match_reference(student, reference, device, support):
     """MultiHeadSelfAttention's weights match the reference (eval, no mask, same parameters)"""
-    mine, ref = _paired(student, reference, device)
-    x = _randn(B, T, E, seed=7, device=device)
-    _, w = _pair(mine(x), "forward")
+    mine, ref = support.paired_modules(student, reference, device, E, H)
+    x = seeded_randn(B, T, E, seed=7, device=device)
+    mine_result, (_, r_w) = call_both(mine, ref, x)
+    _, w = returned_pair(mine_result, "forward", tensors=False)
     with torch.no_grad():
-        _, r_w = ref(x)
         _compare(w, r_w, "attention weights [B, H, T, T]", lambda: _weight_bugs(ref, x),
                  "weights must be softmax(q @ k^T / sqrt(head_dim)) per head, q, k, v from the projections.")
 
 
-def test_module_output_matches_reference(student, reference, device):
+def test_module_output_matches_reference(student, reference, device, support):
     """MultiHeadSelfAttention's output matches the reference (eval, no mask, same parameters)"""
-    mine, ref = _paired(student, reference, device)
-    x = _randn(B, T, E, seed=8, device=device)
-    out, _ = _pair(mine(x), "forward")
+    mine, ref = support.paired_modules(student, reference, device, E, H)
+    x = seeded_randn(B, T, E, seed=8, device=device)
+    mine_result, (r_out, _) = call_both(mine, ref, x)
+    out, _ = returned_pair(mine_result, "forward", tensors=False)
     with torch.no_grad():
-        r_out, _ = ref(x)
         _compare(out, r_out, "output [B, T, E]", lambda: _output_bugs(ref, x),
                  "output = out_proj(heads of weights @ v merged back to [B, T, E]);"
                  " if the weights test fails too, fix the weights first.")
@@ -195,51 +134,45 @@ def test_module_output_matches_reference(student, reference, device):
 def test_rejects_non_positive_sizes(student):
     """embed_dim or num_heads that is not positive raises ValueError"""
     for e, h in [(0, 4), (-8, 2), (32, 0), (32, -4)]:
-        _expect_raise(ValueError, f"MultiHeadSelfAttention({e}, {h})",
-                      "check embed_dim > 0 and num_heads > 0 in __init__ and raise ValueError.",
-                      student.MultiHeadSelfAttention, e, h, dropout_p=0.0)
+        expect_raise(ValueError, f"MultiHeadSelfAttention({e}, {h})",
+                     student.MultiHeadSelfAttention, e, h, dropout_p=0.0,
+                     hint="check embed_dim > 0 and num_heads > 0 in __init__ and raise ValueError.")
 
 
 def test_rejects_indivisible_sizes(student):
     """embed_dim not divisible by num_heads raises ValueError"""
     for e, h in [(30, 4), (32, 5), (10, 3)]:
-        _expect_raise(ValueError, f"MultiHeadSelfAttention({e}, {h})",
-                      "check embed_dim % num_heads == 0 in __init__ and raise ValueError.",
-                      student.MultiHeadSelfAttention, e, h, dropout_p=0.0)
+        expect_raise(ValueError, f"MultiHeadSelfAttention({e}, {h})",
+                     student.MultiHeadSelfAttention, e, h, dropout_p=0.0,
+                     hint="check embed_dim % num_heads == 0 in __init__ and raise ValueError.")
 
 
-def test_rejects_input_not_3d(student, device):
+def test_rejects_input_not_3d(student, device, support):
     """x that is not 3-D ([batch, seq_len, embed_dim]) raises ValueError"""
-    mine = student.MultiHeadSelfAttention(E, H, dropout_p=0.0)
-    mine.to(str(device))
-    mine.eval()
+    mine = support.module(student, device, E, H)
     for shape in [(T, E), (1, B, T, E)]:
-        x = _randn(*shape, seed=9, device=device)
-        _expect_raise(ValueError, f"forward(x of shape {list(shape)})",
-                      "check x.dim() == 3 at the start of forward and raise ValueError.", mine, x)
+        x = seeded_randn(*shape, seed=9, device=device)
+        expect_raise(ValueError, f"forward(x of shape {list(shape)})", mine, x,
+                     hint="check x.dim() == 3 at the start of forward and raise ValueError.")
 
 
-def test_rejects_mask_of_wrong_shape(student, device):
+def test_rejects_mask_of_wrong_shape(student, device, support):
     """an attention_mask whose shape cannot be used raises ValueError"""
-    mine = student.MultiHeadSelfAttention(E, H, dropout_p=0.0)
-    mine.to(str(device))
-    mine.eval()
-    x = _randn(B, T, E, seed=10, device=device)
+    mine = support.module(student, device, E, H)
+    x = seeded_randn(B, T, E, seed=10, device=device)
     for shape in [(B, T + 2), (B + 1, T)]:
         mask = torch.ones(shape, dtype=torch.bool, device=device)
-        _expect_raise(ValueError, f"forward(x of shape {[B, T, E]}, attention_mask of shape {list(shape)})",
-                      "check the mask's shape against [batch, seq_len] before using it.",
-                      mine, x, attention_mask=mask)
+        expect_raise(ValueError, f"forward(x of shape {[B, T, E]}, attention_mask of shape {list(shape)})",
+                     mine, x, attention_mask=mask,
+                     hint="check the mask's shape against [batch, seq_len] before using it.")
 
 
-def test_rejects_non_bool_mask(student, device):
+def test_rejects_non_bool_mask(student, device, support):
     """an attention_mask that is not boolean raises TypeError"""
-    mine = student.MultiHeadSelfAttention(E, H, dropout_p=0.0)
-    mine.to(str(device))
-    mine.eval()
-    x = _randn(B, T, E, seed=11, device=device)
+    mine = support.module(student, device, E, H)
+    x = seeded_randn(B, T, E, seed=11, device=device)
     for dtype in (torch.float32, torch.int64):
         mask = torch.ones(B, T, dtype=dtype, device=device)
-        _expect_raise(TypeError, f"forward with a {str(dtype).replace('torch.', '')} attention_mask",
-                      "check mask.dtype == torch.bool and raise TypeError; don't convert it silently.",
-                      mine, x, attention_mask=mask)
+        expect_raise(TypeError, f"forward with a {dtype_name(dtype)} attention_mask",
+                     mine, x, attention_mask=mask,
+                     hint="check mask.dtype == torch.bool and raise TypeError; don't convert it silently.")

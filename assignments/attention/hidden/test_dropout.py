@@ -19,58 +19,47 @@ from typing import Any
 
 import torch
 
-from grader.testing import fail
+from grader.testing import fail, seeded_randn
 
 E, H = 32, 4
 
 
-def _randn(*shape: int, seed: int, device: torch.device) -> torch.Tensor:
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed)).to(device)
-
-
-def _module(student: Any, device: torch.device, p: float) -> Any:
+def _module(student: Any, device: torch.device, p: float, support: Any) -> Any:
     student.seed(0)
-    module = student.MultiHeadSelfAttention(E, H, dropout_p=p)
-    module.to(str(device))
-    return module
+    return support.module(student, device, E, H, p, eval=False)
 
 
-def _pair(result: Any) -> tuple[torch.Tensor, torch.Tensor]:
-    if not (isinstance(result, (tuple, list)) and len(result) == 2):
-        fail(f"forward must return a pair (output, weights), got {type(result).__name__}.")
-    for name, value in (("output", result[0]), ("weights", result[1])):
-        if not isinstance(value, torch.Tensor):
-            fail(f"forward: {name} is a {type(value).__name__}, expected a tensor.")
-    return result[0], result[1]
+def _without_dropout(student: Any, device: torch.device, module: Any, support: Any) -> Any:
+    """The student's module with dropout_p=0 and `module`'s parameters, in eval()."""
+    plain = support.module(student, device, E, H)
+    plain.load_state_dict(module.state_dict())
+    return plain
 
 
-def test_train_is_stochastic(student, device):
+def test_train_is_stochastic(student, device, support):
     """in train() with dropout_p=0.5, two calls on the same input differ"""
-    module = _module(student, device, 0.5)
+    module = _module(student, device, 0.5, support)
     module.train()
-    x = _randn(2, 8, E, seed=1, device=device)
-    out1, w1 = _pair(module(x))
-    out2, w2 = _pair(module(x))
+    x = seeded_randn(2, 8, E, seed=1, device=device)
+    out1, w1 = support.forward(module, x)
+    out2, w2 = support.forward(module, x)
     if torch.equal(out1, out2) and torch.equal(w1, w2):
         fail("two train() calls gave the same output and weights:",
              hint="is dropout applied? Use nn.Dropout(dropout_p) on the attention weights.")
 
 
-def test_eval_is_deterministic(student, device):
+def test_eval_is_deterministic(student, device, support):
     """eval() turns dropout off: the same result twice, equal to dropout_p=0, rows summing to 1"""
-    module = _module(student, device, 0.5)
+    module = _module(student, device, 0.5, support)
     module.eval()
-    x = _randn(2, 8, E, seed=2, device=device)
-    out1, w1 = _pair(module(x))
-    out2, w2 = _pair(module(x))
+    x = seeded_randn(2, 8, E, seed=2, device=device)
+    out1, w1 = support.forward(module, x)
+    out2, w2 = support.forward(module, x)
     hint = "dropout still active in eval()? Use nn.Dropout, or F.dropout(..., training=self.training)."
     if not (torch.equal(out1, out2) and torch.equal(w1, w2)):
         fail("two eval() calls on the same input gave different results:", hint=hint)
-    no_dropout = student.MultiHeadSelfAttention(E, H, dropout_p=0.0)
-    no_dropout.to(str(device))
-    no_dropout.eval()
-    no_dropout.load_state_dict(module.state_dict())
-    _, w0 = _pair(no_dropout(x))
+    no_dropout = _without_dropout(student, device, module, support)
+    _, w0 = support.forward(no_dropout, x)
     if w0.shape != w1.shape or not torch.allclose(w1.double(), w0.double(), rtol=1e-5, atol=1e-7):
         fail("in eval() the weights with dropout_p=0.5 differ from those with dropout_p=0"
              " (same parameters):", hint=hint)
@@ -90,18 +79,15 @@ def _kept_scale(w_train: torch.Tensor, w_eval: torch.Tensor) -> float | None:
     return scale if bool(torch.allclose(ratio, torch.full_like(ratio, scale), rtol=1e-4)) else None
 
 
-def test_train_weights_are_dropped_and_rescaled(student, device):
+def test_train_weights_are_dropped_and_rescaled(student, device, support):
     """in train(), each weight is 0 or its value without dropout / (1 - p), with about a fraction p dropped"""
     p = 0.25
-    module = _module(student, device, p)
-    x = _randn(4, 16, E, seed=3, device=device)
-    undropped = student.MultiHeadSelfAttention(E, H, dropout_p=0.0)  # same weights, no dropout
-    undropped.to(str(device))
-    undropped.eval()
-    undropped.load_state_dict(module.state_dict())
-    _, w_eval = _pair(undropped(x))
+    module = _module(student, device, p, support)
+    x = seeded_randn(4, 16, E, seed=3, device=device)
+    undropped = _without_dropout(student, device, module, support)
+    _, w_eval = support.forward(undropped, x)
     module.train()
-    _, w_train = _pair(module(x))
+    _, w_train = support.forward(module, x)
     if w_train.shape != w_eval.shape:
         fail(f"weights are {list(w_train.shape)} in train() but {list(w_eval.shape)} in eval().")
     w_eval, w_train = w_eval.detach().cpu().double(), w_train.detach().cpu().double()

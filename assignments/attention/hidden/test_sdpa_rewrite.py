@@ -11,22 +11,20 @@ from typing import Any
 
 import torch
 
-from grader.testing import GradingFailure, assert_close, fail
+from grader.testing import assert_close, fail, said, seeded_randn
 
 SDPA = "torch.nn.functional.scaled_dot_product_attention"
 B, H, D = 2, 3, 8
 MASK = torch.tensor([[1, 1, 1, 0, 0], [1, 0, 1, 1, 0]], dtype=torch.bool)  # [B, T]
 T = MASK.size(1)
-
-
-def _randn(*shape: int, seed: int, device: torch.device) -> torch.Tensor:
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed)).to(device)
+INVERTED = ("the mask is inverted: PyTorch's boolean attn_mask already means True = may attend;"
+            " pass it as is, don't use ~mask.")
 
 
 def _qkv(device: torch.device, tq: int = T, tk: int = T, seed: int = 0) -> tuple[torch.Tensor, ...]:
-    return (_randn(B, H, tq, D, seed=seed + 1, device=device),
-            _randn(B, H, tk, D, seed=seed + 2, device=device),
-            _randn(B, H, tk, D, seed=seed + 3, device=device))
+    return (seeded_randn(B, H, tq, D, seed=seed + 1, device=device),
+            seeded_randn(B, H, tk, D, seed=seed + 2, device=device),
+            seeded_randn(B, H, tk, D, seed=seed + 3, device=device))
 
 
 def _expected(reference: Any, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
@@ -41,22 +39,8 @@ def _output(result: Any) -> torch.Tensor:
 
 
 def _compare(got: Any, expected: torch.Tensor, what: str, bugs: dict[str, torch.Tensor], hint: str) -> None:
-    """assert_close, with a hint naming the known bug that reproduces `got`, if any."""
-    try:
-        assert_close(got, expected, what=what, check_dtype=False, check_device=False)
-    except GradingFailure:
-        for bug_hint, wrong in bugs.items():
-            if (isinstance(got, torch.Tensor) and got.shape == wrong.shape and not got.is_meta
-                    and torch.allclose(got.cpu().double(), wrong.cpu().double(), atol=1e-4, rtol=1e-3)):
-                hint = bug_hint
-                break
-        assert_close(got, expected, what=what, hint=hint, check_dtype=False, check_device=False)
-
-
-def _said(exc: BaseException) -> str:
-    """'TypeName: message' for an exception the student's code raised."""
-    message = exc.args[0] if exc.args else ""
-    return f"{getattr(exc, 'type_name', type(exc).__name__)}: {message}"
+    """Values only, naming a known bug if one fits."""
+    assert_close(got, expected, what=what, hint=hint, bugs=bugs, check_dtype=False, check_device=False)
 
 
 def test_matches_without_mask(student, reference, device):
@@ -77,8 +61,7 @@ def test_matches_with_bool_mask(student, reference, device):
         mask = mask.to(device)
         got = _output(student.sdpa_attention(q, k, v, mask))
         bugs = {
-            "the mask is inverted: PyTorch's boolean attn_mask already means True = may attend;"
-            " pass it as is, don't use ~mask.": _expected(reference, q, k, v, ~mask),
+            INVERTED: _expected(reference, q, k, v, ~mask),
             "the mask is ignored? Pass it as attn_mask=mask.": _expected(reference, q, k, v),
         }
         _compare(got, _expected(reference, q, k, v, mask), f"sdpa_attention output with {name}", bugs,
@@ -107,14 +90,13 @@ def test_mask_and_causal_combine(student, reference, device):
     try:
         got = _output(student.sdpa_attention(q, k, v, mask, causal=True))
     except RuntimeError as exc:
-        if "is_causal" in _said(exc):
-            fail(f"sdpa_attention(q, k, v, mask, causal=True) raised {_said(exc)}",
+        if "is_causal" in said(exc):
+            fail(f"sdpa_attention(q, k, v, mask, causal=True) raised {said(exc)}",
                  hint="many PyTorch versions refuse attn_mask together with is_causal=True:"
                  " combine them yourself (mask & causal_mask) and pass only attn_mask.")
         raise
     bugs = {
-        "the mask is inverted: PyTorch's boolean attn_mask already means True = may attend;"
-        " don't use ~mask.": _expected(reference, q, k, v, ~mask & tril),
+        INVERTED: _expected(reference, q, k, v, ~mask & tril),
         "causal=True is ignored when a mask is given? Combine: mask & causal.": _expected(reference, q, k, v, mask),
         "the mask is ignored when causal=True? Combine: mask & causal.": _expected(reference, q, k, v, tril),
     }

@@ -16,7 +16,14 @@ from typing import Any
 
 import torch
 
-from grader.testing import fail
+from grader.testing import (
+    check_dtype,
+    fail,
+    raised_by_student,
+    returned_pair,
+    said,
+    seeded_randn,
+)
 
 DEVICE_MISMATCH = re.compile(
     r"same device|expected device|different device|device mismatch|devices? (do|does) not match",
@@ -25,67 +32,31 @@ DEVICE_MISMATCH = re.compile(
 DEVICE_HINT = "a tensor was created on the CPU: pass device=x.device when creating tensors in forward."
 
 
-def _randn(*shape: int, seed: int, device: torch.device | str, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    g = torch.Generator().manual_seed(seed)
-    return torch.randn(*shape, generator=g, dtype=dtype).to(device)
-
-
-def _pair(result: Any) -> tuple[torch.Tensor, torch.Tensor]:
-    if not (isinstance(result, (tuple, list)) and len(result) == 2):
-        fail(f"forward must return a pair (output, weights), got {type(result).__name__}.")
-    for name, value in (("output", result[0]), ("weights", result[1])):
-        if not isinstance(value, torch.Tensor):
-            fail(f"forward: {name} is a {type(value).__name__}, expected a tensor.")
-    return result[0], result[1]
-
-
-def _module(student: Any, embed_dim: int, num_heads: int, where: str) -> Any:
-    module = student.MultiHeadSelfAttention(embed_dim, num_heads, dropout_p=0.0)
-    module.to(where)
-    module.eval()
-    return module
-
-
-def _said(exc: BaseException) -> str:
-    """'TypeName: message' for an exception the student's code raised."""
-    message = exc.args[0] if exc.args else ""
-    return f"{getattr(exc, 'type_name', type(exc).__name__)}: {message}"
-
-
-def _raised_by_student(exc: BaseException) -> bool:
-    """False for the grader's own failures (a crash or timeout of the child)."""
-    try:
-        from grader.testing.student import StudentRaised
-    except ImportError:  # no sandbox: everything comes from the submission
-        return True
-    return isinstance(exc, StudentRaised)
-
-
 def _device_probe(what: str, feedback: Any, call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """Run `call`; fail on a device mismatch, note anything else raised and return None."""
     try:
         return call(*args, **kwargs)
     except Exception as exc:
-        if not _raised_by_student(exc):
+        if not raised_by_student(exc):
             raise
-        if DEVICE_MISMATCH.search(_said(exc)):
-            fail(f"{what} raised {_said(exc)}", hint=DEVICE_HINT)
-        feedback.note(f"{what} raised {_said(exc)}. Not counted here: only device errors are.")
+        if DEVICE_MISMATCH.search(said(exc)):
+            fail(f"{what} raised {said(exc)}", hint=DEVICE_HINT)
+        feedback.note(f"{what} raised {said(exc)}. Not counted here: only device errors are.")
         return None
 
 
 def _check_devices(result: Any, expected: str, what: str) -> None:
-    out, w = _pair(result)
+    out, w = returned_pair(result, "forward")
     for name, value in (("output", out), ("weights", w)):
         if value.device.type != torch.device(expected).type:
             fail(f"{what}: {name} is on {value.device.type}, expected {torch.device(expected).type}"
                  " (the input's device).", hint=DEVICE_HINT)
 
 
-def test_demo_shapes(student, device):
+def test_demo_shapes(student, device, support):
     """output and weights shapes for the demo configuration (batch=2, seq_len=5, embed_dim=64, num_heads=4)"""
-    module = _module(student, 64, 4, str(device))
-    out, w = _pair(module(_randn(2, 5, 64, seed=1, device=device)))
+    module = support.module(student, device, 64, 4)
+    out, w = support.forward(module, seeded_randn(2, 5, 64, seed=1, device=device))
     if tuple(out.shape) != (2, 5, 64):
         fail(f"output shape is {list(out.shape)}, expected [2, 5, 64] ([batch, seq_len, embed_dim]).",
              hint="merge the heads back: transpose(1, 2) then reshape to [B, T, E], then out_proj.")
@@ -96,40 +67,37 @@ def test_demo_shapes(student, device):
         fail(f"weights shape is {list(w.shape)}, expected [2, 4, 5, 5].", hint=hint)
 
 
-def test_float32_stays_float32(student, device):
+def test_float32_stays_float32(student, device, support):
     """float32 input gives float32 output and weights"""
-    module = _module(student, 32, 4, str(device))
-    out, w = _pair(module(_randn(2, 6, 32, seed=2, device=device)))
+    module = support.module(student, device, 32, 4)
+    out, w = support.forward(module, seeded_randn(2, 6, 32, seed=2, device=device))
     for name, value in (("output", out), ("weights", w)):
-        if value.dtype != torch.float32:
-            fail(f"{name} has dtype {str(value.dtype).replace('torch.', '')}, expected float32.",
-                 hint="tensors created in forward must follow x.dtype (no float64 constants or .double()).")
+        check_dtype(value, torch.float32, name,
+                    hint="tensors created in forward must follow x.dtype (no float64 constants or .double()).")
 
 
-def test_float64_follows_input(student, device):
+def test_float64_follows_input(student, device, support):
     """float64 input gives float64 output and weights"""
-    module = _module(student, 32, 4, str(device))
+    module = support.module(student, device, 32, 4)
     module.double()
-    x = _randn(2, 6, 32, seed=3, device=device, dtype=torch.float64)
+    x = seeded_randn(2, 6, 32, seed=3, device=device, dtype=torch.float64)
     try:
         result = module(x)
     except Exception as exc:
-        if not _raised_by_student(exc):
+        if not raised_by_student(exc):
             raise
-        fail(f"with a float64 module and input, forward raised {_said(exc)}",
+        fail(f"with a float64 module and input, forward raised {said(exc)}",
              hint="a tensor created with a fixed dtype in forward? Use dtype=x.dtype.")
-    out, w = _pair(result)
+    out, w = returned_pair(result, "forward")
     for name, value in (("output", out), ("weights", w)):
-        if value.dtype != torch.float64:
-            fail(f"with a float64 module and input, {name} has dtype"
-                 f" {str(value.dtype).replace('torch.', '')}, expected float64.",
-                 hint="a tensor created with a fixed dtype, or .float(), in forward? Use x.dtype.")
+        check_dtype(value, torch.float64, f"with a float64 module and input, {name}",
+                    hint="a tensor created with a fixed dtype, or .float(), in forward? Use x.dtype.")
 
 
-def test_device_follows_input(student, device, feedback):
+def test_device_follows_input(student, device, feedback, support):
     """output and weights are on the input's device, also with a padding mask and causal=True"""
-    module = _module(student, 32, 4, str(device))
-    x = _randn(2, 5, 32, seed=4, device=device)
+    module = support.module(student, device, 32, 4)
+    x = seeded_randn(2, 5, 32, seed=4, device=device)
     mask = torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], dtype=torch.bool, device=device)
     for kwargs, what in (({}, "forward(x)"),
                          ({"attention_mask": mask, "causal": True}, "forward(x, attention_mask, causal=True)")):
@@ -138,9 +106,9 @@ def test_device_follows_input(student, device, feedback):
             _check_devices(result, str(device), f"on {device.type}, {what}")
 
 
-def test_meta_device(student, feedback):
+def test_meta_device(student, feedback, support):
     """on the meta device, nothing in forward is created on the CPU (masks and causal=True included)"""
-    module = _module(student, 32, 4, "cpu")
+    module = support.module(student, "cpu", 32, 4)
     if _device_probe("module.to('meta')", feedback, module.to, "meta") is None:
         return
     x = torch.empty(2, 5, 32, device="meta")

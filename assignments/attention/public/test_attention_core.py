@@ -5,10 +5,9 @@ These are a small sample of what grading runs; passing them does not guarantee f
 
 import math
 
-import pytest
 import torch
 
-from grader.testing import assert_close
+from grader.testing import assert_close, expect_raise
 
 
 def test_function_matches_formula(student, device):
@@ -20,25 +19,22 @@ def test_function_matches_formula(student, device):
     assert_close(output, expected_weights @ v, what="output")
 
 
-def test_module_weights_are_a_softmax(student, device):
+def test_module_weights_are_a_softmax(student, device, support):
     """MultiHeadSelfAttention's weights are a softmax over the keys: each row sums to 1"""
-    module = student.MultiHeadSelfAttention(32, 4, dropout_p=0.0)
-    module.to(str(device))
-    module.eval()
-    _, weights = module(torch.randn(2, 5, 32, device=device))
+    module = support.module(student, device, 32, 4)
+    _, weights = support.forward(module, torch.randn(2, 5, 32, device=device))
     assert_close(weights.sum(-1), torch.ones(2, 4, 5, device=device), what="row sums of the weights",
                  hint="the softmax must run over the keys (dim=-1).")
 
 
 def test_rejects_indivisible_sizes(student):
     """embed_dim not divisible by num_heads raises ValueError"""
-    with pytest.raises(ValueError):
-        student.MultiHeadSelfAttention(30, 4, dropout_p=0.0)
+    expect_raise(ValueError, "MultiHeadSelfAttention(30, 4)", student.MultiHeadSelfAttention, 30, 4,
+                 dropout_p=0.0)
 
 
-def test_rejects_float_mask(student, device):
+def test_rejects_float_mask(student, device, support):
     """a float attention_mask raises TypeError"""
-    module = student.MultiHeadSelfAttention(32, 4, dropout_p=0.0)
-    module.to(str(device))
-    with pytest.raises(TypeError):
-        module(torch.randn(2, 5, 32, device=device), attention_mask=torch.ones(2, 5, device=device))
+    module = support.module(student, device, 32, 4, eval=False)
+    x, mask = torch.randn(2, 5, 32, device=device), torch.ones(2, 5, device=device)
+    expect_raise(TypeError, "forward with a float32 attention_mask", module, x, attention_mask=mask)

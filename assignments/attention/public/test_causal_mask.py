@@ -17,12 +17,10 @@ def test_causal_mask_is_lower_triangle(student, device):
         fail(f"causal_mask(4) is {got.int().tolist()}; query i may attend keys 0..i (True = allowed).")
 
 
-def test_future_weights_are_zero(student, device, feedback):
+def test_future_weights_are_zero(student, device, feedback, support):
     """future positions get zero weight"""
-    module = student.MultiHeadSelfAttention(32, 4, dropout_p=0.0)
-    module.to(str(device))
-    module.eval()
-    _, weights = module(torch.randn(2, 5, 32, device=device), causal=True)
+    module = support.module(student, device, 32, 4)
+    _, weights = support.forward(module, torch.randn(2, 5, 32, device=device), causal=True)
     future = ~torch.ones(5, 5, dtype=torch.bool, device=device).tril()
     feedback.heatmaps("Head 0 weights, batch 0", [heatmap_panel("yours", weights[0, 0], masked=future)])
     worst = float(weights[..., future].abs().max())
@@ -35,13 +33,11 @@ NO_PLOT = ("no figure of yours: define `plot_attention(attn_weights, tokens, hea
            "lesson's section 7 (Visualize Attention) to see your own weights drawn here")
 
 
-def test_plot_attention(student, device, feedback):
+def test_plot_attention(student, device, feedback, support):
     """your plot_attention, drawn on your causal weights (not graded: for you to look at)"""
     def plot() -> None:
-        module = student.MultiHeadSelfAttention(32, 4, dropout_p=0.0)
-        module.to(str(device))
-        module.eval()
-        _, weights = module(torch.randn(1, len(TOKENS), 32, device=device), causal=True)
+        module = support.module(student, device, 32, 4)
+        _, weights = support.forward(module, torch.randn(1, len(TOKENS), 32, device=device), causal=True)
         student.plot_attention(weights.detach().cpu(), TOKENS, head=0)
 
     show_figures(student, feedback, plot if "plot_attention" in student else None, NO_PLOT)

@@ -8,25 +8,22 @@ import torch
 from grader.testing import fail
 
 
-def test_train_is_stochastic(student, device):
+def test_train_is_stochastic(student, device, support):
     """in train() with dropout_p=0.5, two calls on the same input differ"""
-    module = student.MultiHeadSelfAttention(32, 4, dropout_p=0.5)
-    module.to(str(device))
+    module = support.module(student, device, 32, 4, 0.5, eval=False)
     module.train()
     x = torch.randn(2, 8, 32, device=device)
-    _, first = module(x)
-    _, second = module(x)
+    _, first = support.forward(module, x)
+    _, second = support.forward(module, x)
     if torch.equal(first, second):
         fail("two train() calls gave the same weights.", hint="apply dropout to the attention weights.")
 
 
-def test_eval_is_deterministic(student, device):
+def test_eval_is_deterministic(student, device, support):
     """eval() gives the same result twice"""
-    module = student.MultiHeadSelfAttention(32, 4, dropout_p=0.5)
-    module.to(str(device))
-    module.eval()
+    module = support.module(student, device, 32, 4, 0.5)
     x = torch.randn(2, 8, 32, device=device)
-    out1, w1 = module(x)
-    out2, w2 = module(x)
+    out1, w1 = support.forward(module, x)
+    out2, w2 = support.forward(module, x)
     if not (torch.equal(out1, out2) and torch.equal(w1, w2)):
         fail("two eval() calls gave different results.", hint="dropout must be off in eval().")

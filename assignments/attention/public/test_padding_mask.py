@@ -8,13 +8,11 @@ import torch
 from grader.testing import fail, heatmap_panel
 
 
-def test_pad_keys_get_zero_weight(student, device, feedback):
+def test_pad_keys_get_zero_weight(student, device, feedback, support):
     """weights on PAD keys are 0"""
-    module = student.MultiHeadSelfAttention(32, 4, dropout_p=0.0)
-    module.to(str(device))
-    module.eval()
+    module = support.module(student, device, 32, 4)
     mask = torch.tensor([[True, True, True, False, False], [True, True, True, True, True]], device=device)
-    _, weights = module(torch.randn(2, 5, 32, device=device), attention_mask=mask)
+    _, weights = support.forward(module, torch.randn(2, 5, 32, device=device), attention_mask=mask)
     feedback.heatmaps("Head 0 weights, batch 0",
                       [heatmap_panel("yours", weights[0, 0], masked=~mask[0].expand(5, 5))])
     on_pad = weights[0, :, :3, 3:]  # real queries of batch 0, PAD keys 3 and 4
