@@ -1,6 +1,6 @@
 """The package tree is the data flow: a stage imports only the stages before it.
 
-intake -> sandbox -> testing -> answers -> score -> report -> batch -> review, with
+intake -> sandbox -> testing -> answers -> score -> similarity -> report -> batch -> review, with
 the shared plain-data modules (errors, results, assignment, ...) below them all and
 the commands (cli, kit, validate) above. What runs next to student code
 (`grader.sandbox.inside`) imports only the wire between it and the grader.
@@ -19,17 +19,18 @@ import grader
 
 PACKAGE = Path(grader.__file__).parent
 LAYERS = [
-    {"grader", "grader.errors", "grader.limits", "grader.results", "grader.figures",
+    {"grader", "grader.config", "grader.errors", "grader.limits", "grader.results", "grader.figures",
      "grader.assignment", "grader.environment"},
     {"grader.intake"},
     {"grader.sandbox"},
     {"grader.testing"},
     {"grader.answers"},
     {"grader.score"},
+    {"grader.similarity"},
     {"grader.report"},
     {"grader.batch"},
     {"grader.review"},
-    {"grader.cli", "grader.kit", "grader.validate"},
+    {"grader.cli", "grader.cli_similar", "grader.kit", "grader.validate"},
 ]
 INSIDE = "grader.sandbox.inside"
 INSIDE_MAY_IMPORT = ("grader.sandbox.wire", "grader.sandbox.frames", "grader.sandbox.protocol",

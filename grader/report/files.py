@@ -20,6 +20,7 @@ from typing import Any
 from grader.errors import OutputError
 from grader.report.html import render_index, render_report
 from grader.results import SubmissionResult, to_json_dict
+from grader.similarity.summary import read_summary
 
 __all__ = [
     "csv_safe",
@@ -128,5 +129,6 @@ def write_report_html(result: SubmissionResult, path: str | os.PathLike[str]) ->
 
 
 def write_index_html(results: Sequence[SubmissionResult], path: str | os.PathLike[str]) -> Path:
-    """index.html; links assume the contract's layout (`<student>/report.html` beside it)."""
-    return write_text_atomic(path, render_index(results))
+    """index.html; links assume the contract's layout (`<student>/report.html` beside it).
+    The similar submissions are those of `similarity.json` beside it, if any."""
+    return write_text_atomic(path, render_index(results, similarity=read_summary(Path(path).parent)))

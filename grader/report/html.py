@@ -39,13 +39,16 @@ from grader.report.formatting import (
     plain_text,
     short_digest,
 )
+from grader.similarity.summary import Summary
 from grader.results import (
     Evidence,
+    EvidenceKind,
     ExerciseResult,
     Figure,
     Status,
     SubmissionResult,
     TestResult,
+    Visibility,
 )
 
 __all__ = ["render_index", "render_report", "review_queue"]
@@ -146,9 +149,9 @@ def _differs(v: Any, row: list[Any], c: int) -> bool:
 
 def _evidence_view(ev: Evidence, uids: Iterator[int]) -> EvidenceView:
     data = ev.data if isinstance(ev.data, dict) else {"text": str(ev.data)}
-    if ev.kind == "heatmaps":
+    if ev.kind == EvidenceKind.HEATMAPS:
         return EvidenceView(ev.kind, data, heatmap=heatmap_view(f"hm{next(uids)}", data))
-    if ev.kind == "mismatch":
+    if ev.kind == EvidenceKind.MISMATCH:
         return EvidenceView(ev.kind, data, mismatch=_mismatch_view(data))
     return EvidenceView(ev.kind, data)
 
@@ -156,10 +159,10 @@ def _evidence_view(ev: Evidence, uids: Iterator[int]) -> EvidenceView:
 def _exercise_view(ex: ExerciseResult, uids: Iterator[int]) -> ExerciseView:
     shown, hidden = [], []
     for t in ex.tests:  # a visibility we do not know is treated as hidden: never leak
-        if t.visibility == "visible":
+        if t.visibility == Visibility.VISIBLE:
             evidence = tuple(_evidence_view(e, uids) for e in t.evidence)
             shown.append(TestView(t, show_name=True, evidence=evidence, figures=t.figures))
-        elif t.visibility == "message_only":
+        elif t.visibility == Visibility.MESSAGE_ONLY:
             shown.append(TestView(t, show_name=False, evidence=()))
         else:
             hidden.append(t)
@@ -286,8 +289,10 @@ def _sort_script() -> tuple[Markup, str]:
 def render_index(
     results: Sequence[SubmissionResult],
     report_href: Callable[[str], str] | None = None,
+    similarity: Summary | None = None,
 ) -> str:
-    """The class at a glance (index.html): histogram, pass rates, common failures, table."""
+    """The class at a glance (index.html): histogram, pass rates, common failures, table,
+    and similar submissions when `grader similar` has found them."""
     href = report_href or default_report_href
     ordered = sorted(results, key=lambda r: r.student)
     graded = [r for r in ordered if r.gradable]
@@ -307,6 +312,7 @@ def render_index(
         script=script,
         script_src=script_src,
         review=review_queue(graded),
+        similarity=similarity,
     )
 
 
