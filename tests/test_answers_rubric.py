@@ -87,3 +87,33 @@ def test_unknown_fields_and_bad_patterns_are_rejected() -> None:
     with pytest.raises(ValueError, match="not a valid regular expression"):
         check_rubric([{"points": 1, "concept": "c", "accept": ["x"], "subject": ["("]}], 1.0)
     check_rubric(PETS["rubric"], 1.0)
+
+
+# ------------------------------------------------------------- a partial score the grader stands by
+
+
+def test_one_of_two_points_clearly_said_and_the_other_untouched_is_not_flagged() -> None:
+    grade = _grade("The cat is the one that chases the mice around the whole garden.")
+    assert grade.score == 0.5 and grade.reasons == (), grade
+
+
+@pytest.mark.parametrize("text", [
+    "Cats chase mice.",                                                # a fragment: too short to be sure
+    "The cat is the one that chases the mice, the dog sleeps all day.",  # the other subject is named
+    "The cat is the one that chases the mice, maybe all day long too?",  # a hedge
+    "The cat is the one that chases mice and never the birds in the garden.",  # a negation outside the point
+])
+def test_a_partial_score_with_any_doubt_is_flagged(text: str) -> None:
+    grade = _grade(text)
+    assert grade.score == 0.5 and any("partial credit" in r for r in grade.reasons), (text, grade)
+
+
+def test_vietnamese_without_diacritics_no_is_it_and_chua_is_holds_unless_not_yet() -> None:
+    from grader.answers.text import negations, read
+    def said(text: str) -> list[str]:
+        t = read(text)
+        return [t.folded[a:b] for a, b in negations(t)]
+    assert said("causal mask chan token tuong lai de no chi nhin qua khu") == []   # "nó"
+    assert said("ma tran chua diem attention") == []                               # "chứa"
+    assert said("luc inference chua co token do") == ["chua"]                      # "chưa"
+    assert said("there is no future token") == ["no"]

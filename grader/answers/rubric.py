@@ -39,8 +39,8 @@ most GAP_WORDS words, then B, within one clause and never across a negation or a
 such as "prevents" (`answers_text.PREVENTIVES`); `{not}` is any negation word.
 
 The grade is unsure (`reasons`: a person should review it) when a point is matched next to
-a negation; when a point and its opposite are both said; when it earns points and also states an opposite; when the score is partial and a
-missed point is half said (its subject or topic named); when it earns points but hedges;
+a negation; when a point and its opposite are both said; when it earns points and also states an opposite; when the score is partial, unless
+`_sure_partial` holds (two key points, one clearly said, the other untouched: see there); when it earns points but hedges;
 when it is long (LONG_WORDS) or argues by analogy and misses points; when a full score
 comes from fewer than `min_words` words; when it has more than `max_words`.
 """
@@ -49,10 +49,10 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
-from grader.answers.values import SUPERSCRIPTS, strip_accents
 from grader.answers.text import (
     ANALOGY,
     FUNCTION_WORD,
@@ -66,10 +66,13 @@ from grader.answers.text import (
     negations,
     read,
 )
+from grader.answers.values import SUPERSCRIPTS, strip_accents
 
 _EPS = 1e-9
 GAP_WORDS = 8
 MIN_WORDS, MAX_WORDS, LONG_WORDS = 6, 120, 30
+SURE_WORDS = 8
+"""A partial score goes unflagged only in an answer of at least this many words (`_sure_partial`)."""
 COPY_SHARE = 0.8
 """An answer whose words are at least this share of the question's is the question copied."""
 
@@ -272,9 +275,10 @@ def grade_text(text: str, entry: Mapping[str, Any], points: float, prompt: str =
     missed = [n for n, ok in enumerate(scored) if not ok]
     if score > _EPS and any(evidence[n].opposite for n in missed):
         reasons.add("mixed")
-    if _EPS < score < points - _EPS and not listing:
-        reasons.add("partial")  # where credit is split, a person decides how much
     words = len(WORD.findall(t.folded))
+    if _EPS < score < points - _EPS and not listing and not _sure_partial(
+            t, rubric, scored, evidence, claims, spans, found_negations, words):
+        reasons.add("partial")  # where credit is split, a person decides how much
     if score > _EPS and HEDGE.search(t.folded):
         reasons.add("hedge")
     if score < points - _EPS and not listing and (words >= LONG_WORDS or ANALOGY.search(t.folded)):
@@ -291,6 +295,35 @@ def grade_text(text: str, entry: Mapping[str, Any], points: float, prompt: str =
         opposite=tuple(concept[n] for n in missed if evidence[n].opposite and not evidence[n].said),
         reasons=tuple(REASONS[r] for r in REASONS if r in reasons),
     )
+
+
+def _sure_partial(t: Text, rubric: Sequence[Mapping[str, Any]], scored: Sequence[bool],
+                  evidence: Sequence[_Evidence], claims: Sequence[_Match], spans: Sequence[_Match],
+                  found_negations: Sequence[tuple[int, int]], words: int) -> bool:
+    """A partial score the grader may stand by without a person: the question has two key
+    points, exactly one is clearly said, and nothing in the answer touches the other.
+
+    - two rubric items, one credited (its point said of its subject, no opposite);
+    - the missed item has a `subject` or `topic`, and is silent: they are not named, none of its accept or
+      reject wordings occurs (bound to any subject, negated or not), and no other item's
+      point is said of its subject;
+    - every negation in the answer lies inside a matched wording ("không bị saturated"),
+      so nothing can turn a point around;
+    - a sentence of SURE_WORDS to LONG_WORDS words, without an analogy or a hedge.
+    """
+    if len(rubric) != 2 or sum(scored) != 1 or not SURE_WORDS <= words < LONG_WORDS:
+        return False
+    missed = scored.index(False)
+    if not (rubric[missed].get("subject") or rubric[missed].get("topic")):
+        return False  # silence about a point can be told only by the words that name it
+    ev = evidence[missed]
+    if ev.named or ev.said or ev.unbound or ev.negated or ev.opposite:
+        return False
+    if any(m.item == missed for m in claims):
+        return False
+    if ANALOGY.search(t.folded) or HEDGE.search(t.folded):
+        return False
+    return all(any(s.start <= a and b <= s.end for s in spans) for a, b in found_negations)
 
 
 def _claims(matches: list[_Match]) -> list[_Match]:

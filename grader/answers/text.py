@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from grader.answers.values import SUPERSCRIPTS, strip_accents
 
@@ -107,9 +107,38 @@ def negations(t: Text) -> list[tuple[int, int]]:
         written = t.original[m.start():m.end()]
         if len(written) == 1 and (written.isupper() or not _between_spaces(t.folded, m.start(), m.end())):
             continue  # "K" or "Q/K/V" is the Key; "k" alone between words is "không"
+        if m.group() in _VI_PLAIN_AMBIGUOUS and written.lower() == m.group() and not _plain_negation(t, m):
+            continue  # "no" / "chua" without diacritics in Vietnamese: "nó" (it), "chứa" (holds)
         if written.lower() in (m.group(), _ACCENTED.get(m.group())):
             found.append(m.span())
     return found + [m.span(1) for m in NEGATION_SUFFIX.finditer(t.folded)]
+
+
+VI_PLAIN_WORDS = frozenset(["la", "cua", "va", "thi", "ma", "vi", "nen", "de", "duoc", "bi", "co", "cac", "nhung", "mot", "cho", "voi", "trong", "khi", "neu", "nay", "do", "roi", "se", "da", "dang", "phai", "can", "chi", "cung", "nhu", "bang", "tu", "theo", "ve", "vao", "lai", "hon", "moi", "khong", "chua", "nhin", "thay", "biet", "token", "cau", "mo", "hinh", "model", "dung", "lam", "tinh", "hoc", "doan", "du", "nhung", "luc", "sau", "truoc", "tuong", "lai", "qua", "khu", "chan", "che", "an", "ra", "vao", "di", "den", "gi", "nao", "day", "kia", "ay", "minh", "em", "ta", "tat", "ca", "nhieu", "it", "rat", "qua"])
+"""Common Vietnamese words written without diacritics: next to one of them, "no" is "nó"."""
+CHUA_NEXT = frozenset(["co", "duoc", "biet", "thay", "ton", "sinh", "xuat", "nhin", "chac", "phai", "the", "he", "tung", "den", "toi", "xong", "can", "dung", "hoc", "du", "ro", "hieu", "tinh", "xay", "hoan", "kip", "san", "bao", "ai", "gap"])
+"""Words that follow "chưa" (not yet) written "chua"; before other words it is "chứa" (holds)."""
+_VI_PLAIN_AMBIGUOUS = ("no", "chua")
+_VI_MARKS = re.compile(r"[ăâđêôơưạảấầẩẫậắằẳẵặẹẻẽếềểễệỉịọỏốồổỗộớờởỡợụủứừửữựỳỵỷỹàáèéìíòóùúýõã]", re.I)
+
+
+def _plain_negation(t: Text, m: re.Match[str]) -> bool:
+    """Whether "no" or "chua", written without diacritics, is a negation here.
+
+    "chua" is "chưa" only before a word that follows it ("chua co", "chua biet"); else
+    "chứa". "no" is English "no" unless the answer reads as Vietnamese (diacritics, or
+    two common Vietnamese words) and a word next to it is Vietnamese ("vi no khong thay").
+    """
+    after = WORD.findall(t.folded[m.end():m.end() + 20])
+    if m.group() == "chua":
+        return bool(after) and after[0] in CHUA_NEXT
+    words = WORD.findall(t.folded)
+    vietnamese = bool(_VI_MARKS.search(t.original)) or sum(w in VI_PLAIN_WORDS for w in words) >= 2
+    if not vietnamese:
+        return True
+    before = WORD.findall(t.folded[max(0, m.start() - 20):m.start()])
+    neighbours = [w for w in (before[-1:] + after[:1])]
+    return not any(w in VI_PLAIN_WORDS for w in neighbours)
 
 
 def _between_spaces(text: str, start: int, end: int) -> bool:
