@@ -10,10 +10,11 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import jsonschema
 import yaml
@@ -233,7 +234,7 @@ def _explain(err: jsonschema.ValidationError) -> str:
         return f"expected {err.validator_value}, got {type(err.instance).__name__} {err.instance!r}"
     if err.validator == "oneOf":
         return f"expected visible, message_only, hidden or {{after: YYYY-MM-DD}}, got {err.instance!r}"
-    return err.message
+    return str(err.message)
 
 
 def _exercise(root: Path, path: Path, doc: dict[str, Any]) -> Exercise:

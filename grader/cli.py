@@ -15,8 +15,9 @@ from __future__ import annotations
 import enum
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 import click
 
@@ -93,9 +94,9 @@ def grade(submissions: Path, assignment_arg: str | None, out: Path, jobs: int | 
           scheduler: str | None, fail_under: float | None, similarity: bool = False) -> None:
     """Grade every submission under SUBMISSIONS (or SUBMISSIONS itself) into --out."""
     from grader.batch import run as batch
-    from grader.report import writers
-    from grader.intake.discover import discover
     from grader.environment import require_installed
+    from grader.intake.discover import discover
+    from grader.report import writers
 
     try:
         chosen = writers.select(formats, junit_path)
@@ -109,7 +110,7 @@ def grade(submissions: Path, assignment_arg: str | None, out: Path, jobs: int | 
         config = RunConfig(assignment=a.path, isolation=sandbox, device=_device(device), seed=seed)
         if executor == "dask" and not scheduler:
             raise UsageError("--executor dask needs --scheduler ADDRESS")
-        run_on = (batch.dask_executor(a, config, scheduler) if executor == "dask"
+        run_on = (batch.dask_executor(a, config, scheduler or "") if executor == "dask"
                   else batch.local_executor(a, config, jobs or os.cpu_count() or 1))
         results = batch.run(subs, a, config, run_on, out, force=force, progress=not quiet,
                             on_result=hook)

@@ -25,10 +25,11 @@ import ast
 import importlib.metadata
 import re
 import sys
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from grader.errors import EnvironmentMissing
 

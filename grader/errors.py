@@ -1,4 +1,4 @@
-"""Every exception the grader raises on purpose, in three roots the CLI tells apart.
+"""Every exception the grader raises on purpose: one tree, rooted at GraderError.
 
     GraderError
     ├── AssignmentError          the assignment is broken: the instructor must fix it
@@ -9,7 +9,13 @@
     ├── OutputError              the reports cannot be written (disk full, permissions)
     ├── EnvironmentMissing       a package the assignment declares is not installed here
     ├── SubmissionError          the student's work is at fault: a value in the result
-    │   └── UnreadableSubmission     a file cannot be read (a link, too large, not text)
+    │   ├── UnreadableSubmission     a file cannot be read (a link, too large, not text)
+    │   ├── StudentProblem           what student code did to a test (testing.student_errors)
+    │   ├── GradingFailure           a test's verdict, also an AssertionError (testing.compare)
+    │   ├── Malformed                an answer that cannot be read as its type (answers.values)
+    │   └── NotAnImage               a figure that is not a PNG we may show (figures)
+    ├── WireError                a frame that is not what the protocol says (sandbox.protocol);
+    │                            whose fault it is, the reader decides: a child's is the student's
     └── InternalError            a bug of ours: never reported as a student's zero
         └── SandboxFailure       a child could not be isolated or run as promised
             └── SandboxLost      the zygote died or its control socket broke
@@ -84,6 +90,10 @@ class SubmissionError(GraderError):
 
 class UnreadableSubmission(SubmissionError):
     """A file of the submission cannot be used; the message says how to fix it."""
+
+
+class WireError(GraderError):
+    """A frame or value that is not plain data of the agreed shape."""
 
 
 class EnvironmentMissing(GraderError):

@@ -20,9 +20,11 @@ import base64
 import binascii
 import struct
 import zlib
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
+from grader.errors import SubmissionError
 from grader.results import Figure
 
 __all__ = ["FigureBatch", "MAX_FIGURES", "MAX_PNG_BYTES", "NotAnImage", "checked_batch",
@@ -39,7 +41,7 @@ _CHANNELS = {0: 1, 2: 3, 3: 1, 4: 2, 6: 4}
 _DEPTHS = {0: (1, 2, 4, 8, 16), 2: (8, 16), 3: (1, 2, 4, 8), 4: (8, 16), 6: (8, 16)}
 
 
-class NotAnImage(ValueError):
+class NotAnImage(SubmissionError, ValueError):
     """The bytes are not a PNG the report may show; the message says why."""
 
 
@@ -146,7 +148,8 @@ def checked_batch(value: Any, room: int) -> FigureBatch:
     """The child's answer to `figures` ({figures: [{png, source}], left_out: [str]}),
     checked: at most `room` figures are kept, each a PNG; the rest is said in words."""
     doc = value if isinstance(value, Mapping) else {}
-    raw = doc.get("figures") if isinstance(doc.get("figures"), list) else []
+    listed = doc.get("figures")
+    raw: list[Any] = listed if isinstance(listed, list) else []
     said = doc.get("left_out")
     notes = [n[:300] for n in said[:10] if isinstance(n, str)] if isinstance(said, list) else []
     kept: list[Figure] = []

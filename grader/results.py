@@ -8,9 +8,10 @@ never hold live objects: only str, numbers, bools, lists and dicts.
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 
 class Status(str, enum.Enum):

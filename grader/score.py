@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Sequence
+from collections.abc import Sequence
 
 from grader.assignment import Assignment, Exercise
 from grader.results import ExerciseResult, Outcome, TestOutcome, TestResult, Visibility, exercise_status
@@ -49,8 +49,8 @@ def _scored_tests(ex: Exercise, outcomes: list[TestOutcome]) -> list[TestResult]
 
 
 def _function_points(ex: Exercise, functions: list[str]) -> dict[str, float]:
-    fixed = {f: float(ex.tests[f].points) for f in functions
-             if f in ex.tests and ex.tests[f].points is not None}
+    fixed = {f: float(points) for f in functions
+             if f in ex.tests and (points := ex.tests[f].points) is not None}
     rest = [f for f in functions if f not in fixed]
     share = max(ex.points - sum(fixed.values()), 0.0) / len(rest) if rest else 0.0
     return {**fixed, **{f: share for f in rest}}

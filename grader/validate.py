@@ -18,18 +18,18 @@ from typing import Any
 
 import yaml
 
+from grader.answers.agreement import check_labelled
 from grader.answers.grade import check_key
 from grader.assignment import Assignment
-from grader.intake.discover import discover
+from grader.batch.pipeline import answer_key
+from grader.batch.workers import grade_all
+from grader.config import RunConfig
 from grader.environment import PROBE_RESULT, probe_problems, probe_source
 from grader.errors import AssignmentSchemaError
-from grader.batch.pipeline import answer_key
-from grader.config import RunConfig
+from grader.intake.discover import discover
 from grader.results import SubmissionResult
-from grader.testing.student import Connection, Student, StudentProblem
 from grader.sandbox.host import Isolation, Sandbox
-from grader.answers.agreement import check_labelled
-from grader.batch.workers import grade_all
+from grader.testing.student import Connection, Student, StudentProblem
 
 SOLUTION_ANSWERS = "solution/answers.yaml"
 

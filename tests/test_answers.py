@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 import pytest
 import yaml
 
-import grader.answers.values as answer_values
 import grader.answers.grade as answers_module
+import grader.answers.values as answer_values
+from grader import results
 from grader.answers.grade import (
     AnswerKeyError,
     check_key,
@@ -23,7 +25,6 @@ from grader.answers.grade import (
 )
 from grader.assignment import Question
 from grader.errors import AssignmentError
-from grader import results
 
 ROOT = Path(__file__).resolve().parents[1]
 ASSIGNMENT = ROOT / "assignments" / "attention"

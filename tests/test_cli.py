@@ -7,7 +7,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from conftest import ATTENTION, ROOT, read_results, run_grader
 
 CORPUS = ROOT / "tests" / "corpus"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import shutil
 
 import pytest
-
 from conftest import ATTENTION, ROOT, read_results, run_grader
 
 distributed = pytest.importorskip("distributed")

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import ATTENTION, ROOT, run_grader
+
 from grader import assignment
 from grader.environment import (
     Environment,
@@ -23,8 +23,8 @@ from grader.environment import (
 from grader.errors import AssignmentSchemaError
 from grader.kit import student_readme
 from grader.limits import Limits
-from grader.testing.student import Connection, Student, StudentCrashed, _import_failed_message
 from grader.sandbox.host import Isolation, Sandbox
+from grader.testing.student import Connection, Student, StudentCrashed, _import_failed_message
 from grader.validate import ValidationReport, _probe_environment
 
 LESSON_ENV = parse_environment({"packages": ["torch>=2.1,<3", "numpy==2.4.6",

@@ -24,12 +24,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from conftest import ATTENTION, ROOT
+
 from grader import assignment
-from grader.testing import student as proxy
+from grader.batch.pipeline import Grading, ungradable
 from grader.batch.run import up_to_date
-from grader.intake.discover import discover
+from grader.config import RunConfig
 from grader.errors import (
     AssignmentError,
     GraderError,
@@ -41,13 +41,13 @@ from grader.errors import (
     stops_the_batch,
     to_doc,
 )
+from grader.intake.discover import discover
 from grader.report.files import write_result_json
-from grader.batch.pipeline import Grading, ungradable
-from grader.config import RunConfig
-from grader.testing.student import StudentRaised, raised_class
 from grader.results import SubmissionResult
 from grader.sandbox.host import Isolation, Sandbox
+from grader.testing import student as proxy
 from grader.testing.session import classify, graders_fault
+from grader.testing.student import StudentRaised, raised_class
 
 TINY = ROOT / "tests" / "fixtures" / "tiny"
 ADVERSARIAL = ROOT / "tests" / "fixtures" / "adversarial"

@@ -15,21 +15,19 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from conftest import ATTENTION, ROOT, read_results, run_grader
+
 from grader.figures import (
     MAX_FIGURES,
-    FigureBatch,
     MAX_PNG_BYTES,
+    FigureBatch,
     NotAnImage,
     checked_batch,
     figure_from_doc,
     png_size,
 )
 from grader.limits import Limits
-from grader.testing.student import Connection, Student
 from grader.report.html import render_report
-from grader.results import TestResult as Checked  # (not a test class)
 from grader.results import (
     ExerciseResult,
     Figure,
@@ -38,9 +36,11 @@ from grader.results import (
     from_json_dict,
     to_json_dict,
 )
+from grader.results import TestResult as Checked  # (not a test class)
 from grader.sandbox.host import Isolation, Sandbox
 from grader.testing import GradingFailure, show_figures
 from grader.testing.session import Feedback
+from grader.testing.student import Connection, Student
 
 CORPUS = ROOT / "tests" / "corpus"
 LIMITS = Limits(load_s=60, per_test_s=30, per_submission_s=120, memory_mb=4096, cpu_s=120,

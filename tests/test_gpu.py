@@ -2,7 +2,6 @@
 
 import pytest
 import torch
-
 from conftest import ROOT, read_results, run_grader
 
 pytestmark = [pytest.mark.gpu,

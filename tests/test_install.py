@@ -17,14 +17,14 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 import torch
+from conftest import ATTENTION, ROOT, read_results, run_grader
 
 from grader.sandbox import host as sandbox
-from conftest import ATTENTION, ROOT, read_results, run_grader
 
 pytestmark = pytest.mark.slow
 
@@ -170,7 +170,7 @@ def test_an_unprivileged_user_gets_the_same_scores(
 
 def test_the_sandbox_is_started_as_launched_not_through_its_real_path(venv: Path) -> None:
     """A venv's python is a symlink; its realpath would lose the venv's packages."""
-    probe = ("from grader import sandbox, interpreter; import sys, json; "
+    probe = ("from grader.sandbox import host as sandbox, interpreter; import sys, json; "
              "argv = sandbox._zygote_argv(sandbox.Isolation.PROCESS, 3); "
              "print(json.dumps([argv[0], sys.prefix, interpreter.runtime_paths()]))")
     done = _run([str(venv / "bin" / "python"), "-c", probe], cwd="/")

@@ -11,7 +11,6 @@ from pathlib import Path
 import nbformat
 import pytest
 import yaml
-
 from conftest import ROOT, run_grader
 
 CONTRACT_NAMES = ["causal_mask", "scaled_dot_product_attention", "MultiHeadSelfAttention",

@@ -3,7 +3,8 @@
 intake -> sandbox -> testing -> answers -> score -> similarity -> report -> batch -> review, with
 the shared plain-data modules (errors, results, assignment, ...) below them all and
 the commands (cli, kit, validate) above. What runs next to student code
-(`grader.sandbox.inside`) imports only the wire between it and the grader.
+(`grader.sandbox.inside`) imports only the wire between it and the grader, and the
+error tree (a leaf module of plain classes).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ LAYERS = [
 ]
 INSIDE = "grader.sandbox.inside"
 INSIDE_MAY_IMPORT = ("grader.sandbox.wire", "grader.sandbox.frames", "grader.sandbox.protocol",
-                     INSIDE)
+                     "grader.errors", INSIDE)
 
 
 def _modules() -> dict[str, Path]:
@@ -108,3 +109,23 @@ def test_scoring_and_reporting_do_not_load_pytest_or_torch(module):
             "print(','.join(m for m in ('pytest', 'torch') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "", f"importing {module} loads {out.stdout.strip()}"
+
+
+def test_one_error_tree():
+    """Every exception class of grader's is a GraderError (private sentinels aside), so a
+    fault crosses process boundaries by class and maps to an exit code at the CLI."""
+    import importlib
+    import inspect
+
+    from grader.errors import GraderError
+
+    strays = []
+    for name in sorted(_MODULES):
+        if name.endswith("mpl_backend"):  # imports matplotlib: not part of the tree
+            continue
+        module = importlib.import_module(name)
+        for cls_name, cls in inspect.getmembers(module, inspect.isclass):
+            if (cls.__module__ == name and issubclass(cls, BaseException)
+                    and not cls_name.startswith("_") and not issubclass(cls, GraderError)):
+                strays.append(f"{name}.{cls_name}")
+    assert not strays, f"exceptions outside the GraderError tree: {strays}"

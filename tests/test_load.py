@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from grader.sandbox.inside.child import write_submission_copy
 from grader.intake.discover import Submission
 from grader.intake.load import UnreadableSubmission, read_source, read_submission
+from grader.sandbox.inside.child import write_submission_copy
 
 LATIN1 = '# -*- coding: latin-1 -*-\n"""Résumé: ½ of a café."""\nNAME = "café"\n'
 

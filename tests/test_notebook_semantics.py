@@ -9,8 +9,8 @@ import pytest
 from grader import assignment
 from grader.intake.discover import discover
 from grader.intake.load import read_submission
-from grader.testing.student import Connection
 from grader.sandbox.host import Isolation, Sandbox
+from grader.testing.student import Connection
 
 ROOT = Path(__file__).resolve().parents[1]
 CONTRACT_NAMES = {"causal_mask", "scaled_dot_product_attention", "MultiHeadSelfAttention", "sdpa_attention"}

@@ -19,6 +19,7 @@ from grader.report.files import (
     write_report_html,
     write_result_json,
 )
+from grader.report.html import render_report
 from grader.report.overrides import (
     Override,
     OverridesError,
@@ -27,7 +28,6 @@ from grader.report.overrides import (
     read_overrides,
     strip_overrides,
 )
-from grader.report.html import render_report
 from grader.results import (
     ExerciseResult,
     Status,

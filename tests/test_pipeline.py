@@ -6,13 +6,13 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from result_samples import without_timing
 
 from grader import assignment
-from grader.intake.discover import discover
 from grader.batch.pipeline import grade_submission
 from grader.config import RunConfig
+from grader.intake.discover import discover
 from grader.sandbox.host import Isolation, Sandbox
-from result_samples import without_timing
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "corpus"

@@ -7,10 +7,10 @@ from collections.abc import Iterator
 import pytest
 import torch
 
-from grader.sandbox import host as sandbox
 from grader.limits import Limits
-from grader.testing.student import Connection, RemoteObject, Student, StudentRaised
+from grader.sandbox import host as sandbox
 from grader.sandbox.host import Isolation, Sandbox
+from grader.testing.student import Connection, RemoteObject, Student, StudentRaised
 
 LIMITS = Limits(load_s=10, per_test_s=10, per_submission_s=60, memory_mb=2048, cpu_s=30,
                 processes=32, file_size_mb=4, output_kb=64)

@@ -13,10 +13,12 @@ from grader.results import (
     Review,
     Status,
     SubmissionResult,
-    TestResult as Outcome,
     from_json_dict,
     needs_review_count,
     to_json_dict,
+)
+from grader.results import (
+    TestResult as Outcome,
 )
 
 

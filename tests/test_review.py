@@ -22,9 +22,10 @@ import yaml
 from conftest import ATTENTION, ROOT, run_grader
 
 from grader.report.overrides import read_overrides
+from grader.report.writers import Context
+from grader.report.writers.reports import ReportsWriter, read_reports
 from grader.results import ExerciseResult, Review, Status, SubmissionResult
 from grader.results import TestResult as _TestResult
-from grader.review.server import ReviewState, make_server
 from grader.review.groups import (
     Answer,
     answer_texts,
@@ -34,8 +35,7 @@ from grader.review.groups import (
     normalise,
     save_decision,
 )
-from grader.report.writers import Context
-from grader.report.writers.reports import ReportsWriter, read_reports
+from grader.review.server import ReviewState, make_server
 
 # ------------------------------------------------------------------ grouping
 

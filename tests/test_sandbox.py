@@ -14,15 +14,16 @@ import socket
 import struct
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
+from grader.errors import SandboxUnavailable
 from grader.sandbox import host as sandbox
 from grader.sandbox import launch, wire
-from grader.errors import SandboxUnavailable
 from grader.sandbox.host import Isolation, Limits, Sandbox
 
 ROOT = Path(__file__).resolve().parent
@@ -479,8 +480,8 @@ def _env_line(stdout: str) -> dict[str, str]:
 @pytest.mark.skipif(not LINUX, reason="uses the process-mode module sandbox")
 def test_check_and_grade_give_the_same_environment(tmp_path: Path, boxes: dict[str, Sandbox]) -> None:
     from grader import assignment
-    from grader.intake.discover import discover
     from grader.batch.pipeline import GradeOptions, grade_submission
+    from grader.intake.discover import discover
 
     folder = tmp_path / "env_dump"
     folder.mkdir()

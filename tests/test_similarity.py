@@ -88,7 +88,7 @@ def test_normalising_ignores_names_comments_layout_and_docstrings():
 
 def test_unreadable_code_is_skipped_a_line_at_a_time():
     kinds = normalise("x = 'open\ny = f(1)\n").kinds
-    assert ("N", "=", "N", "(", "#", ")") == kinds[-7:-1]
+    assert kinds[-7:-1] == ("N", "=", "N", "(", "#", ")")
 
 
 def test_notebook_cells_are_joined_without_magics():

@@ -25,9 +25,9 @@ from grader import results
 from grader.assignment import Assignment, Exercise
 from grader.errors import AssignmentSchemaError
 from grader.report.formatting import fmt_points
-from grader.results import SubmissionResult
 from grader.report.summary import MARKS, short_titles, summary
 from grader.report.terminal import format_check_table
+from grader.results import SubmissionResult
 
 ROOT = Path(__file__).resolve().parents[1]
 ATTENTION = ROOT / "assignments" / "attention" / "assignment.yaml"

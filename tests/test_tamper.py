@@ -30,8 +30,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from grader.sandbox import host as sandbox
 from grader.cli import main as cli
+from grader.sandbox import host as sandbox
 
 ROOT = Path(__file__).resolve().parent
 TINY = ROOT / "fixtures" / "tiny"
@@ -80,7 +80,7 @@ class Listeners:
         while not self._stop:
             try:
                 conn, _ = sock.accept()
-            except socket.timeout:
+            except TimeoutError:
                 continue
             except OSError:
                 return

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
+from result_samples import without_timing
 
 from grader import assignment
-from grader.intake.discover import discover
-from grader.errors import AssignmentError, InternalError
 from grader.batch.pipeline import GradeOptions, Grading, grade_submission
+from grader.errors import AssignmentError, InternalError
+from grader.intake.discover import discover
 from grader.sandbox.host import Isolation, Sandbox
-from result_samples import without_timing
 
 ROOT = Path(__file__).resolve().parent
 TINY = ROOT / "fixtures" / "tiny"

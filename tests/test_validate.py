@@ -5,7 +5,6 @@ from __future__ import annotations
 import shutil
 
 import yaml
-
 from conftest import ROOT, run_grader
 
 

@@ -12,7 +12,6 @@ import shutil
 from pathlib import Path
 
 import yaml
-
 from conftest import ROOT, run_grader
 
 ROWS = ["label full", "label partial", "label zero", "lang en", "lang vi", "lang vi-plain", "lang mixed", "all"]

@@ -28,11 +28,9 @@ from result_samples import (
     notebook_error,
 )
 
-from grader.report import writers
-from grader.intake.discover import Submission
 from grader.errors import InternalError, UsageError
-from grader.results import Evidence, Status
-from grader.results import TestResult as Checked  # a name pytest does not collect
+from grader.intake.discover import Submission
+from grader.report import writers
 from grader.report.writers import Context
 from grader.report.writers.github import (
     Annotation,
@@ -47,6 +45,8 @@ from grader.report.writers.gradescope import GradescopeWriter, gradescope_result
 from grader.report.writers.jsonl import json_line
 from grader.report.writers.junit import JUnitWriter, junit_xml
 from grader.report.writers.locate import answers_line, locate_test, notebook_line
+from grader.results import Evidence, Status
+from grader.results import TestResult as Checked  # a name pytest does not collect
 
 CORPUS = ROOT / "tests" / "corpus"
 

@@ -44,8 +44,15 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
+from grader.answers.rubric import check_rubric, grade_text
+from grader.answers.submitted import (
+    load_answers,
+    parse_answers,
+    template_answers,
+)
 from grader.answers.values import (
     READERS,
     Canon,
@@ -57,15 +64,9 @@ from grader.answers.values import (
     read_number,
     show,
 )
-from grader.answers.submitted import (
-    MAX_ANSWERS_BYTES,
-    load_answers,
-    parse_answers,
-    template_answers,
-)
 from grader.assignment import Question
 from grader.errors import AssignmentError
-from grader.answers.rubric import check_rubric, grade_text
+from grader.intake.read import MAX_ANSWERS_BYTES
 from grader.results import Outcome, Review, TestResult, Visibility
 
 __all__ = [

@@ -19,8 +19,9 @@ only language. How an answer is read:
 2. A match of `accept` or `reject` is said of the nearest subject (of any item of the
    question) before it in its clause, else the nearest after it, else the last one named
    in an earlier clause; with none named before it, it is taken as said of its own subject
-   ("Everything is one big matrix product" answers a question about attention). An item's point counts only when said of its own subject; an item without
-   `subject` takes any. Another item's point said of this item's subject, in a clause that
+   ("Everything is one big matrix product" answers a question about attention). An
+   item's point counts only when said of its own subject; an item without `subject`
+   takes any. Another item's point said of this item's subject, in a clause that
    says nothing of this item's own and does not name the other's subject, is this item's
    opposite (swapped roles: "the Key is what the token is looking for").
 3. A negation word at most NEGATION_REACH words before a match, in its clause, not across a
@@ -39,8 +40,9 @@ most GAP_WORDS words, then B, within one clause and never across a negation or a
 such as "prevents" (`answers_text.PREVENTIVES`); `{not}` is any negation word.
 
 The grade is unsure (`reasons`: a person should review it) when a point is matched next to
-a negation; when a point and its opposite are both said; when it earns points and also states an opposite; when the score is partial, unless
-`_sure_partial` holds (two key points, one clearly said, the other untouched: see there); when it earns points but hedges;
+a negation; when a point and its opposite are both said; when it earns points and also
+states an opposite; when the score is partial, unless `_sure_partial` holds (two key
+points, one clearly said, the other untouched: see there); when it earns points but hedges;
 when it is long (LONG_WORDS) or argues by analogy and misses points; when a full score
 comes from fewer than `min_words` words; when it has more than `max_words`.
 """
@@ -256,9 +258,9 @@ def grade_text(text: str, entry: Mapping[str, Any], points: float, prompt: str =
             ev.negated = True
         else:
             ev.opposite = True
-    for item, clause in swapped:
-        if (item, clause) not in own_in_clause:
-            evidence[item].opposite = True
+    for index, clause in swapped:
+        if (index, clause) not in own_in_clause:
+            evidence[index].opposite = True
     listing = _keyword_list(t, claims)
     if _copies_question(t, [prompt, *(entry.get("prompts") or ())]):
         return TextGrade(0.0, (), tuple(str(i["concept"]) for i in rubric), (), (), copied=True)

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import os
 import textwrap
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import yaml
 
-from grader.errors import UnreadableSubmission
-from grader.intake.read import MAX_ANSWERS_BYTES, read_bytes
 from grader.answers.values import kind_of
 from grader.assignment import Question
-
-
+from grader.errors import UnreadableSubmission
+from grader.intake.read import MAX_ANSWERS_BYTES, read_bytes
 
 # ------------------------------------------------------------------------ reading
 
@@ -24,7 +23,7 @@ class _AnswersLoader(yaml.SafeLoader):
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
-            mark = self.peek_event().start_mark
+            mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
             raise yaml.composer.ComposerError(None, None, "aliases (*name) are not allowed", mark)
         return super().compose_node(parent, index)
 
@@ -50,7 +49,7 @@ def load_answers(path: str | os.PathLike[str]) -> tuple[dict[str, Any] | None, l
 def parse_answers(text: str, name: str = "answers.yaml") -> tuple[dict[str, Any] | None, list[str]]:
     """Parse answers.yaml text (see `load_answers`)."""
     try:
-        data = yaml.load(text, Loader=_AnswersLoader)  # noqa: S506 - a SafeLoader subclass
+        data = yaml.load(text, Loader=_AnswersLoader)
     except yaml.MarkedYAMLError as exc:
         line = f"line {exc.problem_mark.line + 1}: " if exc.problem_mark else ""
         return None, [f"{name} is not valid YAML ({line}{exc.problem or exc.context}): check the indentation "

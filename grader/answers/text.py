@@ -114,9 +114,17 @@ def negations(t: Text) -> list[tuple[int, int]]:
     return found + [m.span(1) for m in NEGATION_SUFFIX.finditer(t.folded)]
 
 
-VI_PLAIN_WORDS = frozenset(["la", "cua", "va", "thi", "ma", "vi", "nen", "de", "duoc", "bi", "co", "cac", "nhung", "mot", "cho", "voi", "trong", "khi", "neu", "nay", "do", "roi", "se", "da", "dang", "phai", "can", "chi", "cung", "nhu", "bang", "tu", "theo", "ve", "vao", "lai", "hon", "moi", "khong", "chua", "nhin", "thay", "biet", "token", "cau", "mo", "hinh", "model", "dung", "lam", "tinh", "hoc", "doan", "du", "nhung", "luc", "sau", "truoc", "tuong", "lai", "qua", "khu", "chan", "che", "an", "ra", "vao", "di", "den", "gi", "nao", "day", "kia", "ay", "minh", "em", "ta", "tat", "ca", "nhieu", "it", "rat", "qua"])
+VI_PLAIN_WORDS = frozenset((
+    "la cua va thi ma vi nen de duoc bi co cac nhung mot cho voi trong khi neu nay do roi se "
+    "da dang phai can chi cung nhu bang tu theo ve vao lai hon moi khong chua nhin thay biet "
+    "token cau mo hinh model dung lam tinh hoc doan du nhung luc sau truoc tuong lai qua khu "
+    "chan che an ra vao di den gi nao day kia ay minh em ta tat ca nhieu it rat qua"
+).split())
 """Common Vietnamese words written without diacritics: next to one of them, "no" is "nó"."""
-CHUA_NEXT = frozenset(["co", "duoc", "biet", "thay", "ton", "sinh", "xuat", "nhin", "chac", "phai", "the", "he", "tung", "den", "toi", "xong", "can", "dung", "hoc", "du", "ro", "hieu", "tinh", "xay", "hoan", "kip", "san", "bao", "ai", "gap"])
+CHUA_NEXT = frozenset((
+    "co duoc biet thay ton sinh xuat nhin chac phai the he tung den toi xong can dung hoc du "
+    "ro hieu tinh xay hoan kip san bao ai gap"
+).split())
 """Words that follow "chưa" (not yet) written "chua"; before other words it is "chứa" (holds)."""
 _VI_PLAIN_AMBIGUOUS = ("no", "chua")
 _VI_MARKS = re.compile(r"[ăâđêôơưạảấầẩẫậắằẳẵặẹẻẽếềểễệỉịọỏốồổỗộớờởỡợụủứừửữựỳỵỷỹàáèéìíòóùúýõã]", re.I)

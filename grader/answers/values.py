@@ -10,12 +10,14 @@ import math
 import operator
 import re
 import unicodedata
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any, cast
 
 from grader.assignment import Question
+from grader.errors import SubmissionError
 
 
-class Malformed(ValueError):
+class Malformed(SubmissionError, ValueError):
     """An answer that is present but cannot be read as its question's type."""
 
 
@@ -143,7 +145,7 @@ def _safe_eval(expr: str) -> float | None:
 
 def _eval_node(node: ast.AST) -> float:
     if isinstance(node, ast.Constant) and type(node.value) in (int, float):
-        return float(node.value)
+        return float(cast(float, node.value))
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.UAdd, ast.USub)):
         operand = _eval_node(node.operand)
         return -operand if isinstance(node.op, ast.USub) else operand
@@ -165,8 +167,8 @@ def _number_in_sentence(text: str, original: str) -> tuple[float, ...]:
         if value is not None:
             return value
     quantities = [(m.group(0), m.group(2)) for m in _FREE_QUANTITY.finditer(text)]
-    for pick in (lambda unit: bool(unit), lambda unit: True):
-        values = {_quantity(q) for q, unit in quantities if pick(unit)} - {None}
+    for need_unit in (True, False):  # a quantity with a unit first, then any
+        values = {_quantity(q) for q, unit in quantities if unit or not need_unit} - {None}
         if len(values) == 1:
             return values.pop()  # type: ignore[return-value]
     if not quantities:

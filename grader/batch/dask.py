@@ -18,16 +18,17 @@ from __future__ import annotations
 import json
 import os
 import threading
-from typing import Any, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any, cast
 
 from grader.assignment import Assignment
-from grader.intake.discover import Submission
-from grader.errors import UsageError, from_doc, one_line, stops_the_batch, to_doc
 from grader.batch.pipeline import Grading, ungradable
 from grader.batch.prepare import load_assignment, sandbox_for
-from grader.config import RunConfig
-from grader.results import SubmissionResult
 from grader.batch.workers import submission_doc, submission_from
+from grader.config import RunConfig
+from grader.errors import UsageError, from_doc, one_line, stops_the_batch, to_doc
+from grader.intake.discover import Submission
+from grader.results import SubmissionResult
 
 _STATE: dict[str, Any] = {}
 _LOCK = threading.Lock()
@@ -99,4 +100,4 @@ def _warm(key: str) -> Grading:
             sandbox.stop()
             raise
         _STATE.update(key=key, grading=grading)
-    return _STATE["grading"]
+    return cast(Grading, _STATE["grading"])

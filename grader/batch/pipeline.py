@@ -11,9 +11,10 @@ from __future__ import annotations
 import datetime as dt
 import platform
 import time
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import torch
 import yaml
@@ -23,24 +24,23 @@ from grader.answers.grade import score_questions
 from grader.answers.submitted import load_answers
 from grader.assignment import Assignment, yaml_problem
 from grader.config import RunConfig
-from grader.intake.discover import Submission
 from grader.environment import Environment, cell_notice, import_notices
 from grader.errors import AssignmentError, GraderError, SandboxFailure, one_line
+from grader.intake.discover import Submission
 from grader.intake.load import LoadedSubmission, read_submission
-from grader.testing.student import Connection, LoadOutcome
 from grader.results import (
     ExerciseResult,
     LoadReport,
+    Outcome,
     Provenance,
     Status,
     SubmissionResult,
-    Outcome,
     TestResult,
 )
 from grader.sandbox.host import Sandbox
 from grader.score import exercise_results, totals
 from grader.testing.session import TestRunner, load_reference
-
+from grader.testing.student import Connection, LoadOutcome
 
 GradeOptions = RunConfig
 """The old name of `RunConfig`."""

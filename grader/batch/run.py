@@ -10,23 +10,23 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
 
 from grader import __version__
-from grader.report import summary as class_table
 from grader.assignment import Assignment
-from grader.intake.discover import Submission
+from grader.batch.workers import grade_all
+from grader.config import RunConfig
 from grader.errors import OutputError
+from grader.intake.discover import Submission
+from grader.report import summary as class_table
 from grader.report.files import (
     write_grades_csv,
     write_index_html,
     write_report_html,
     write_result_json,
 )
-from grader.config import RunConfig
 from grader.results import SubmissionResult
-from grader.batch.workers import grade_all
 
 Executor = Callable[[Sequence[Submission]], Iterator[SubmissionResult]]
 """Grades submissions and yields their results as they finish: local worker processes

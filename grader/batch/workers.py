@@ -23,19 +23,20 @@ import os
 import queue
 import subprocess
 import threading
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 
-from grader.sandbox import interpreter
 from grader.assignment import Assignment
-from grader.intake.discover import Submission
-from grader.errors import GraderError, InternalError, from_doc, one_line, stops_the_batch, to_doc
 from grader.batch.pipeline import Grading, ungradable
 from grader.batch.prepare import load_assignment, sandbox_for
 from grader.config import RunConfig
+from grader.errors import GraderError, InternalError, from_doc, one_line, stops_the_batch, to_doc
+from grader.intake.discover import Submission
 from grader.limits import Limits
 from grader.results import SubmissionResult
+from grader.sandbox import interpreter
 
 _BOOT = "from grader.batch import workers; workers.main()"
 

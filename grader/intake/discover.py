@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.assignment import Assignment
-from grader.intake import read
 from grader.errors import NoSubmissionsFound
+from grader.intake import read
 
 CODE_SUFFIXES = (".py", ".ipynb")
 

@@ -11,16 +11,14 @@ from __future__ import annotations
 import codecs
 import io
 import json
-import os
 import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from grader.errors import UnreadableSubmission
-from grader.intake.read import MAX_ANSWERS_BYTES, MAX_CODE_BYTES, MAX_NOTEBOOK_BYTES, read_bytes
 from grader.intake.discover import Submission
-
+from grader.intake.read import MAX_ANSWERS_BYTES, MAX_CODE_BYTES, MAX_NOTEBOOK_BYTES, read_bytes
 
 
 @dataclass(frozen=True)

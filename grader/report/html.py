@@ -39,7 +39,7 @@ from grader.report.formatting import (
     plain_text,
     short_digest,
 )
-from grader.similarity.summary import Summary
+from grader.report.visibility import Seen, seen
 from grader.results import (
     Evidence,
     EvidenceKind,
@@ -48,8 +48,8 @@ from grader.results import (
     Status,
     SubmissionResult,
     TestResult,
-    Visibility,
 )
+from grader.similarity.summary import Summary
 
 __all__ = ["render_index", "render_report", "review_queue"]
 
@@ -158,11 +158,11 @@ def _evidence_view(ev: Evidence, uids: Iterator[int]) -> EvidenceView:
 
 def _exercise_view(ex: ExerciseResult, uids: Iterator[int]) -> ExerciseView:
     shown, hidden = [], []
-    for t in ex.tests:  # a visibility we do not know is treated as hidden: never leak
-        if t.visibility == Visibility.VISIBLE:
+    for t in ex.tests:
+        if seen(t) is Seen.ALL:
             evidence = tuple(_evidence_view(e, uids) for e in t.evidence)
             shown.append(TestView(t, show_name=True, evidence=evidence, figures=t.figures))
-        elif t.visibility == Visibility.MESSAGE_ONLY:
+        elif seen(t) is Seen.MESSAGE:
             shown.append(TestView(t, show_name=False, evidence=()))
         else:
             hidden.append(t)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import shutil
 import textwrap
-from typing import Iterable
+from collections.abc import Iterable
 
 __all__ = ["FALLBACK_WIDTH", "terminal_width", "widest", "wrap"]
 

@@ -15,8 +15,8 @@ the exercise's status (explained under the table); the "out of" row holds the ma
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
 
 from grader.assignment import Assignment, Exercise
 from grader.report.formatting import fmt_points, plain_text

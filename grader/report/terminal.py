@@ -20,6 +20,7 @@ from grader.report.formatting import (
     plain_text,
 )
 from grader.report.layout import terminal_width, widest, wrap
+from grader.report.visibility import WITHHELD, Seen, seen
 from grader.results import (
     Evidence,
     EvidenceKind,
@@ -28,7 +29,6 @@ from grader.results import (
     Status,
     SubmissionResult,
     TestResult,
-    Visibility,
 )
 
 __all__ = ["format_check_table"]
@@ -175,8 +175,8 @@ def _evidence_lines(ev: Evidence) -> list[str]:
 
 
 def _test_block(t: TestResult, color: bool, width: int = WIDTH) -> list[str]:
-    visible = t.visibility != Visibility.MESSAGE_ONLY
-    name = plain_text(t.name) if visible else "a check whose details are withheld"
+    visible = seen(t) is Seen.ALL
+    name = plain_text(t.name) if visible else WITHHELD
     outcome = f" [{t.outcome}]" if t.outcome in (Outcome.ERROR, Outcome.TIMEOUT) else ""
     points = INSTRUCTOR_GRADED if awaits_instructor(t) else f"{fmt_points(t.score)}/{fmt_points(t.max_score)}"
     head = wrap(f"x {name}  ({points}){outcome}", width, "  ", hang=INDENT)
@@ -190,9 +190,9 @@ def _test_block(t: TestResult, color: bool, width: int = WIDTH) -> list[str]:
 
 
 def _exercise_block(ex: ExerciseResult, color: bool, width: int = WIDTH) -> list[str]:
-    shown = [t for t in ex.tests if t.visibility in (Visibility.VISIBLE, Visibility.MESSAGE_ONLY)]
+    shown = [t for t in ex.tests if seen(t) is not Seen.COUNTED]
     failing = [t for t in shown if not t.passed]
-    hidden = [t for t in ex.tests if t not in shown]  # unknown visibility: hidden
+    hidden = [t for t in ex.tests if seen(t) is Seen.COUNTED]
     hidden_failed = any(not t.passed for t in hidden)
     if (
         not failing

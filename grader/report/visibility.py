@@ -10,14 +10,33 @@ test: writers that list tests leave it out; its points are in the exercise's sco
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 
 from grader.report.overrides import is_adjustment
 from grader.results import ExerciseResult, SubmissionResult, TestResult, Visibility
 
-__all__ = ["WITHHELD", "Shown", "adjustments", "hidden_counts", "shown"]
+__all__ = ["WITHHELD", "Seen", "Shown", "adjustments", "hidden_counts", "seen", "shown"]
 
 WITHHELD = "a check whose details are withheld"
+
+
+class Seen(enum.Enum):
+    """How much of one test a student is shown."""
+
+    ALL = "all"  # name, message, evidence, figures
+    MESSAGE = "message"  # the message only, under WITHHELD
+    COUNTED = "counted"  # only counted in its exercise
+
+
+def seen(t: TestResult) -> Seen:
+    """The one visibility rule every writer follows. A visibility we do not know (a
+    hand-edited result.json) is hidden: never leak."""
+    if t.visibility == Visibility.VISIBLE:
+        return Seen.ALL
+    if t.visibility == Visibility.MESSAGE_ONLY:
+        return Seen.MESSAGE
+    return Seen.COUNTED
 
 
 @dataclass(frozen=True)
@@ -34,10 +53,9 @@ class Shown:
 def shown(ex: ExerciseResult) -> Shown:
     tests = [t for t in ex.tests if not is_adjustment(t)]
     return Shown(
-        visible=tuple(t for t in tests if t.visibility == Visibility.VISIBLE),
-        message_only=tuple(t for t in tests if t.visibility == Visibility.MESSAGE_ONLY),
-        hidden=tuple(t for t in tests
-                     if t.visibility not in (Visibility.VISIBLE, Visibility.MESSAGE_ONLY)),
+        visible=tuple(t for t in tests if seen(t) is Seen.ALL),
+        message_only=tuple(t for t in tests if seen(t) is Seen.MESSAGE),
+        hidden=tuple(t for t in tests if seen(t) is Seen.COUNTED),
     )
 
 

@@ -273,7 +273,7 @@ def decisions(groups: Sequence[Group], overrides: Sequence[Override]) -> dict[st
         mine[(o.student, key)] = o
     found = {}
     for g in groups:
-        made = [o for s in g.students if (o := mine.get((s, g.question)))]
+        made = [m for s in g.students if (m := mine.get((s, g.question))) is not None]
         if not made:
             continue
         kinds = {(o.points, o.comment) for o in made}

@@ -38,8 +38,8 @@ from urllib.parse import urlsplit
 import yaml
 from markupsafe import Markup
 
-from grader.report import overrides as ov
 from grader.errors import GraderError, UsageError
+from grader.report import overrides as ov
 from grader.report.formatting import fmt_points
 from grader.report.html import ENV, TEMPLATES
 from grader.results import SubmissionResult
@@ -207,17 +207,17 @@ class _Handler(BaseHTTPRequestHandler):
     server_version = "grader-review"
     sys_version = ""
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's name
+    def log_message(self, format: str, *args: Any) -> None:
         pass  # the default line holds the token
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+    def do_GET(self) -> None:
         rest = self._route()
         if rest == "":
             self._send(200, self.server.state.page().encode("utf-8"), "text/html; charset=utf-8")
         elif rest is not None:
             self._error(404, "not found")
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         rest = self._route()
         if rest is None:
             return

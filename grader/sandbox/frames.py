@@ -12,13 +12,14 @@ import struct
 import time
 from typing import Any
 
+from grader.errors import WireError
+
 MAX_FRAME_BYTES = 256 * 1024 * 1024
 WIRE_VERSION = 1
 """What the grader and its sandbox speak: sent in each side's first message, and checked."""
 
 
-class WireError(Exception):
-    """A frame or value that is not plain data of the agreed shape."""
+__all__ = ["MAX_FRAME_BYTES", "WIRE_VERSION", "WireError"]
 
 
 def send_frame(sock: socket.socket, doc: dict[str, Any]) -> None:

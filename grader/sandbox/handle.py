@@ -97,7 +97,7 @@ class Child:
         except frames.WireError:
             self.kill()
             raise
-        except (socket.timeout, TimeoutError):
+        except TimeoutError:
             self.kill()
             raise TimeoutError(f"no answer within {timeout_s:.0f} s") from None
         except (EOFError, OSError):

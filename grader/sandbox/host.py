@@ -32,19 +32,26 @@ import socket
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
+from grader.errors import SandboxFailure, SandboxLost, SandboxUnavailable
+from grader.limits import Limits
 from grader.sandbox import frames, protocol
 from grader.sandbox.frames import recv_frame_until
 from grader.sandbox.handle import CLOSED, MAX_CHILD_FRAME_BYTES, Child, OutputDrain
 from grader.sandbox.launch import (
-    SYSTEM_DIRS, Isolation, bwrap_works, clean_env, describe, gpu_device_nodes,
-    readonly_paths, zygote_argv,
+    SYSTEM_DIRS,
+    Isolation,
+    bwrap_works,
+    clean_env,
+    describe,
+    gpu_device_nodes,
+    readonly_paths,
+    zygote_argv,
 )
 from grader.sandbox.protocol import MAX_REPLY_TEXT, checked_reply
-from grader.errors import SandboxFailure, SandboxLost, SandboxUnavailable
-from grader.limits import Limits
 
 _zygote_argv = zygote_argv  # the name tests and scripts know
 HelloT = TypeVar("HelloT", protocol.Hello, protocol.ChildHello)

@@ -13,9 +13,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from grader.limits import Limits
 from grader.sandbox import interpreter
 from grader.sandbox.protocol import ZygoteConfig
-from grader.limits import Limits
 
 NOBODY = 65534
 _GRADER_PKG = Path(__file__).resolve().parents[1]

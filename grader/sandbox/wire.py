@@ -9,20 +9,22 @@ None, bool, int, float, str, lists, dicts with str keys, and tagged objects:
     {"$handle": 3, "type": "MultiHeadSelfAttention"}   an object that stays in the child
     {"$dtype": "float64"} / {"$device": "cuda:0"}
 
-Framing lives in `frames` (no torch needed to start a sandbox). Nothing is ever unpickled: decoding builds tensors with `torch.frombuffer` from raw
-bytes and refuses anything it does not know. Sizes are capped on the reading side.
+Framing lives in `frames` (no torch needed to start a sandbox). Nothing is ever
+unpickled: decoding builds tensors with `torch.frombuffer` from raw bytes and refuses
+anything it does not know. Sizes are capped on the reading side.
 """
 
 from __future__ import annotations
 
 import base64
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
-from grader.sandbox.frames import WIRE_VERSION, MAX_FRAME_BYTES, WireError, recv_frame, send_frame
+from grader.sandbox.frames import MAX_FRAME_BYTES, WIRE_VERSION, WireError, recv_frame, send_frame
 
 MAX_DEPTH = 32
 

@@ -12,14 +12,15 @@ from typing import Any, NoReturn
 
 import torch
 
-from grader.results import Evidence
+from grader.errors import SubmissionError
+from grader.results import Evidence, EvidenceKind
 
 KnownBugs = Mapping[str, torch.Tensor] | Callable[[], Mapping[str, torch.Tensor]]
 """What common bugs give instead of the expected value, keyed by the hint naming each
 bug: a mapping, or a function building it (only called when the comparison fails)."""
 
 
-class GradingFailure(AssertionError):
+class GradingFailure(SubmissionError, AssertionError):
     """A test's verdict: the student's result is wrong, with why and evidence."""
 
     def __init__(self, message: str, evidence: Sequence[Evidence] = ()) -> None:
@@ -130,7 +131,7 @@ def mismatch_evidence(what: str, got: torch.Tensor, expected: torch.Tensor) -> E
     e_slice = e[lead] if lead else e
     g_slice = g[lead] if lead else g
     return Evidence(
-        kind="mismatch",
+        kind=EvidenceKind.MISMATCH,
         data={
             "what": what,
             "max_abs_error": float(diff.max()) if diff.numel() else 0.0,

@@ -22,28 +22,27 @@ import re
 import sys
 import threading
 import zlib
-from dataclasses import dataclass
+from collections.abc import Generator
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 import torch
 
-from grader.errors import AssignmentError, GraderError, InternalError, SandboxFailure
+from grader.errors import AssignmentError, GraderError, InternalError, SandboxFailure, SubmissionError
+from grader.figures import FigureBatch
+from grader.results import Evidence, EvidenceKind, Figure, Outcome, TestOutcome
+from grader.sandbox.inside.seeding import seed_all
+from grader.testing import GradingFailure
 from grader.testing.student import (
     Connection,
     MissingName,
     Student,
-    StudentProblem,
     StudentCrashed,
     StudentRaised,
     StudentTimeout,
 )
-from grader.figures import FigureBatch
-from grader.results import Evidence, Figure, TestOutcome
-from grader.sandbox.inside.seeding import seed_all
-from grader.testing import GradingFailure
 
 
 class Feedback:
@@ -54,10 +53,10 @@ class Feedback:
         self.shown: list[Figure] = []
 
     def heatmaps(self, title: str, panels: list[dict[str, Any]]) -> None:
-        self.evidence.append(Evidence("heatmaps", {"title": title, "panels": panels}))
+        self.evidence.append(Evidence(EvidenceKind.HEATMAPS, {"title": title, "panels": panels}))
 
     def note(self, text: str) -> None:
-        self.evidence.append(Evidence("note", {"text": text}))
+        self.evidence.append(Evidence(EvidenceKind.NOTE, {"text": text}))
 
     def figures(self, batch: FigureBatch) -> None:
         """Show the student's own figures (`student.figures()`) under this test."""
@@ -96,7 +95,7 @@ class GraderPlugin:
             connection, reply = job
             try:
                 reply.put(self._run_items(session.items, connection))
-            except BaseException as exc:  # noqa: BLE001  (handed to the waiting caller)
+            except BaseException as exc:
                 # Something escaped pytest's own protocol: which fixtures are still set
                 # up is unknown, so this session ends; the runner starts a new one.
                 reply.put(exc)
@@ -153,7 +152,8 @@ class GraderPlugin:
         self.connection.begin_test(seed)
 
     @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[Any]:
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]
+                                  ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
         if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
             self.outcomes.append(self._outcome(item, call, report))
@@ -177,37 +177,37 @@ class GraderPlugin:
         )
 
 
-def classify(exc: BaseException | None, pytest_outcome: str) -> tuple[str, str, tuple[Evidence, ...]]:
+def classify(exc: BaseException | None, pytest_outcome: str) -> tuple[Outcome, str, tuple[Evidence, ...]]:
     """Map what a test raised onto an outcome and a plain-words message."""
     if exc is None:
-        return ("passed" if pytest_outcome in ("passed", "skipped") else "failed"), "", ()
+        return (Outcome.PASSED if pytest_outcome in ("passed", "skipped") else Outcome.FAILED), "", ()
     if isinstance(exc, pytest.skip.Exception):
-        return "passed", "", ()
+        return Outcome.PASSED, "", ()
     if isinstance(exc, GradingFailure):
-        return "failed", exc.message, exc.evidence
+        return Outcome.FAILED, exc.message, exc.evidence
     if isinstance(exc, StudentTimeout):
-        return "timeout", str(exc), ()
+        return Outcome.TIMEOUT, str(exc), ()
     if isinstance(exc, StudentCrashed):
-        return "error", str(exc), ()
+        return Outcome.ERROR, str(exc), ()
     if isinstance(exc, MissingName):
-        return "failed", str(exc), ()
+        return Outcome.FAILED, str(exc), ()
     if isinstance(exc, StudentRaised) and exc.type_name == "NotImplementedError":
-        return "error", _not_implemented(exc), ()
+        return Outcome.ERROR, _not_implemented(exc), ()
     if isinstance(exc, StudentRaised):
-        tb = (Evidence("traceback", {"title": "Your code raised", "text": exc.student_traceback}),)
-        return "error", f"your code raised {exc}", tb
+        tb = (Evidence(EvidenceKind.TRACEBACK, {"title": "Your code raised", "text": exc.student_traceback}),)
+        return Outcome.ERROR, f"your code raised {exc}", tb
     if isinstance(exc, AssertionError):
-        return "failed", _assertion_text(exc), ()
+        return Outcome.FAILED, _assertion_text(exc), ()
     if graders_fault(exc):  # never the student's: `TestRunner.run` raises it instead
-        return "error", f"the grader failed in this test ({type(exc).__name__}: {exc}); not your code", ()
-    return "failed", f"the test could not use what your code returned ({type(exc).__name__}: {exc})", ()
+        return Outcome.ERROR, f"the grader failed in this test ({type(exc).__name__}: {exc}); not your code", ()
+    return Outcome.FAILED, f"the test could not use what your code returned ({type(exc).__name__}: {exc})", ()
 
 
 def graders_fault(exc: BaseException) -> bool:
     """What a test raised that no code of the student's can have caused: the grader's
     own errors, and I/O errors of its process (a socket to a dead sandbox). What the
     student's code raised arrives as a `StudentProblem`, whatever its type."""
-    if isinstance(exc, StudentProblem):
+    if isinstance(exc, SubmissionError):
         return False
     return isinstance(exc, (GraderError, OSError))
 
@@ -315,7 +315,7 @@ class TestRunner:
         if internal_errors:
             sandbox = [e for e in internal_errors if isinstance(e, SandboxFailure)]
             raise (sandbox or internal_errors)[0]
-        return outcomes
+        return list(outcomes)
 
     def close(self) -> None:
         self._closed = True

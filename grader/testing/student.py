@@ -12,18 +12,24 @@ where a test caught it, so the submission is graded again in a fresh sandbox.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 from grader import environment
-from grader.sandbox import protocol, wire
-from grader.figures import MAX_FIGURES, FigureBatch, checked_batch
 from grader.errors import SandboxFailure
+from grader.figures import MAX_FIGURES, FigureBatch, checked_batch
+from grader.sandbox import protocol, wire
 from grader.sandbox.host import Child, Limits, Sandbox
 from grader.testing.load_messages import _import_failed_message
 from grader.testing.student_errors import (
-    MissingName, StudentCrashed, StudentProblem, StudentRaised, StudentTimeout, make_raised,
+    MissingName,
+    StudentCrashed,
+    StudentProblem,
+    StudentRaised,
+    StudentTimeout,
+    make_raised,
     raised_class,
 )
 
@@ -238,6 +244,8 @@ def _ended_message(child: Child, when: str) -> str:
 class Student:
     """What a test sees as `student`: the submission's names, called remotely."""
 
+    _conn: Connection
+
     def __init__(self, connection: Connection) -> None:
         object.__setattr__(self, "_conn", connection)
 
@@ -280,7 +288,8 @@ def _call(conn: Connection, target: protocol.Target, args: tuple[Any, ...],
 
 def _handle_of(value: Any) -> wire.Handle:
     if isinstance(value, RemoteObject):
-        return value._handle
+        handle: wire.Handle = value._handle
+        return handle
     raise wire.WireError(f"cannot send a {type(value).__name__} to the student's process")
 
 

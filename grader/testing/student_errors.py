@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import builtins
 
+from grader.errors import SubmissionError
 from grader.sandbox import protocol
 
 
-class StudentProblem(Exception):
+class StudentProblem(SubmissionError):
     """Base of what a student's code did to a test (as opposed to a wrong value)."""
 
 

@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING
 
 from grader.report.files import write_text_atomic
 from grader.report.formatting import fmt_points, plain_text
-from grader.results import ExerciseResult, Status, SubmissionResult
+from grader.report.visibility import WITHHELD, hidden_counts, shown
 from grader.report.writers import Context, Writer
 from grader.report.writers.locate import Location, locate_test, relative_to
-from grader.report.visibility import WITHHELD, hidden_counts, shown
+from grader.results import ExerciseResult, Status, SubmissionResult
 
 if TYPE_CHECKING:
     from grader.intake.discover import Submission

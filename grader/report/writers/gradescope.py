@@ -36,9 +36,9 @@ from grader import __version__
 from grader.errors import InternalError, UsageError
 from grader.report.files import write_text_atomic
 from grader.report.formatting import fmt_points, plain_text
-from grader.results import EvidenceKind, ExerciseResult, Outcome, Status, SubmissionResult, TestResult
-from grader.report.writers import Context, Writer
 from grader.report.visibility import WITHHELD, adjustments, shown
+from grader.report.writers import Context, Writer
+from grader.results import EvidenceKind, ExerciseResult, Outcome, Status, SubmissionResult, TestResult
 
 __all__ = ["GradescopeWriter", "gradescope_results", "results_dir"]
 

@@ -19,8 +19,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from grader.results import Status, SubmissionResult
 from grader.report.writers import Context, Writer
+from grader.results import Status, SubmissionResult
 
 __all__ = ["JsonLinesWriter", "json_line"]
 

@@ -27,9 +27,9 @@ from pathlib import Path
 
 from grader.report.files import write_text_atomic
 from grader.report.formatting import fmt_points
-from grader.results import EvidenceKind, ExerciseResult, Outcome, Status, SubmissionResult, TestResult
-from grader.report.writers import Context, Writer
 from grader.report.visibility import WITHHELD, shown
+from grader.report.writers import Context, Writer
+from grader.results import EvidenceKind, ExerciseResult, Outcome, Status, SubmissionResult, TestResult
 
 __all__ = ["JUnitWriter", "junit_xml", "xml_safe"]
 

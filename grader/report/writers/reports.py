@@ -19,8 +19,8 @@ from grader.report.files import (
     write_result_json,
 )
 from grader.report.overrides import Override
-from grader.results import SubmissionResult, from_json_dict
 from grader.report.writers import Context, Writer
+from grader.results import SubmissionResult, from_json_dict
 
 __all__ = ["ReportsWriter", "exercise_ids", "read_reports"]
 

@@ -17,13 +17,14 @@ import socket
 import sys
 import traceback
 import types
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
-from grader.sandbox.inside import plotting
 from grader.sandbox import protocol, wire
+from grader.sandbox.inside import plotting
 from grader.sandbox.inside.seeding import seed_all
 
 MODULE_NAME = "attention_submission"
@@ -133,7 +134,7 @@ def _safe_str(exc: BaseException) -> str:
 def _builtin_base(cls: type) -> str | None:
     for base in cls.__mro__:
         if getattr(builtins, base.__name__, None) is base and base.__module__ == "builtins":
-            return base.__name__
+            return str(base.__name__)
     return None
 
 

@@ -100,7 +100,9 @@ def bind_readonly(src: str, dst: str) -> None:
 
 def mount(src: str | None, dst: str, fstype: str | None, flags: int,
            data: str | None = None) -> None:
-    enc = (lambda s: s.encode() if s is not None else None)
+    def enc(s: str | None) -> bytes | None:
+        return s.encode() if s is not None else None
+
     if libc.mount(enc(src), enc(dst), enc(fstype), ctypes.c_ulong(flags), enc(data)) != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"mount {dst}: {os.strerror(err)}")

@@ -25,8 +25,9 @@ import importlib.machinery
 import importlib.util
 import io
 import sys
+from collections.abc import Sequence
 from types import ModuleType
-from typing import Any, Sequence
+from typing import Any
 
 MAX_FIGURES = 3
 MAX_PNG_BYTES = 200 * 1024
@@ -179,7 +180,7 @@ def use_backend(matplotlib: ModuleType) -> None:
     try:
         if getattr(matplotlib.use, "__name__", "") != _keep_backend.__name__:
             matplotlib.use(BACKEND)
-            matplotlib.use = _keep_backend
+            setattr(matplotlib, "use", _keep_backend)  # noqa: B010 - a module's function
     except Exception:  # an unexpected matplotlib: MPLBACKEND=Agg still holds
         pass
 
@@ -257,4 +258,4 @@ def _publisher(shell: Any) -> Any:
                 return
             super().publish(data, metadata, *args, **kwargs)
 
-    return Publisher(shell=shell, parent=shell)
+    return Publisher(shell=shell, parent=shell)  # type: ignore[no-untyped-call]

@@ -16,8 +16,8 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from grader.sandbox.inside import child
 from grader.sandbox import protocol, wire
+from grader.sandbox.inside import child
 from grader.sandbox.inside.isolation import (
     LINUX,
     PR_SET_DUMPABLE,
@@ -151,7 +151,7 @@ def _redirect_output(out_fd: int) -> None:
     os.close(out_fd)
     sys.stdout = open(1, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)
     sys.stderr = open(2, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)
-    sys.stdin = open(0, "r", closefd=False)
+    sys.stdin = open(0, closefd=False)
 
 
 def _isolate(limits: dict[str, Any], workdir: str, uid: int | None, strategy: str,

@@ -59,11 +59,11 @@ from typing import Any
 import IPython.core.interactiveshell  # noqa: F401
 import torch  # noqa: F401  (imported once here so every child starts warm)
 
-from grader.sandbox.inside import child
 from grader.sandbox import protocol, wire
-from grader.sandbox.protocol import ZygoteConfig
+from grader.sandbox.inside import child
 from grader.sandbox.inside.isolation import LINUX, PR_SET_CHILD_SUBREAPER, prctl
 from grader.sandbox.inside.spawn import fork_child
+from grader.sandbox.protocol import ZygoteConfig
 
 
 def _prewarm() -> None:
@@ -71,9 +71,9 @@ def _prewarm() -> None:
     instead of once per student. `grader check` skips it: its public tests do not use
     the meta device, and a student waits for start-up once."""
     import sympy  # noqa: F401
-    import torch._decomp  # noqa: F401
-    import torch._dynamo  # noqa: F401
-    import torch._refs  # noqa: F401
+    import torch._decomp
+    import torch._dynamo
+    import torch._refs
     import torch._subclasses.fake_tensor  # noqa: F401
 
 
@@ -265,9 +265,9 @@ def _kill(pid: int, status: int | None = None, inner: int | None = None) -> int:
                     status = st
                     break
                 time.sleep(0.001)
-    for target in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
+    for kill in (os.killpg, os.kill):  # its process group, else the child alone
         try:
-            target()
+            kill(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
     if status is None:

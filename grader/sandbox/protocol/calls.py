@@ -7,7 +7,7 @@ A test's first request also carries the test's seed (`with_seed` / `seed_of`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 from grader.sandbox.frames import WireError
 from grader.sandbox.protocol.control import int_field, is_int, str_field
@@ -175,7 +175,7 @@ class Exit:
         return cls()
 
 
-Request = Union[Load, Call, GetAttr, Has, Seed, Figures, SpyStart, SpyStop, Exit]
+Request = Load | Call | GetAttr | Has | Seed | Figures | SpyStart | SpyStop | Exit
 _REQUESTS: dict[str, Any] = {"load": Load, "call": Call, "getattr": GetAttr, "has": Has,
                              "seed": Seed, "figures": Figures, "spy_start": SpyStart,
                              "spy_stop": SpyStop, "exit": Exit}
@@ -307,7 +307,7 @@ class ProtocolError:
         return {"protocol_error": self.message}
 
 
-Reply = Union[Ok, Raised, Missing, ProtocolError]
+Reply = Ok | Raised | Missing | ProtocolError
 
 
 def reply_from_doc(reply: dict[str, Any], op: Any = None) -> Reply:

@@ -10,6 +10,7 @@ from typing import Any, TypeGuard
 
 from grader.sandbox.frames import WIRE_VERSION, WireError
 
+
 class VersionMismatch(WireError):
     """The other side speaks another version of this protocol."""
 
