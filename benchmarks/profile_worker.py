@@ -48,6 +48,7 @@ import pytest
 import grader.sandbox.host as sandbox_mod
 from grader import assignment as assignment_mod
 from grader.batch import pipeline
+from grader.config import RunConfig
 from grader.intake.discover import discover
 from grader.report.files import write_report_html, write_result_json
 from grader.sandbox.host import Isolation, Sandbox
@@ -157,7 +158,7 @@ def main() -> int:
     manifest = {m["id"]: m for m in json.loads((args.subs.parent / "manifest.json").read_text())}
 
     instrument()
-    options = pipeline.GradeOptions()
+    options = RunConfig()
     t = time.perf_counter()
     c = time.process_time()
     box = Sandbox(Isolation(args.sandbox), a.limits)

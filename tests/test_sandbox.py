@@ -480,7 +480,8 @@ def _env_line(stdout: str) -> dict[str, str]:
 @pytest.mark.skipif(not LINUX, reason="uses the process-mode module sandbox")
 def test_check_and_grade_give_the_same_environment(tmp_path: Path, boxes: dict[str, Sandbox]) -> None:
     from grader import assignment
-    from grader.batch.pipeline import GradeOptions, grade_submission
+    from grader.batch.pipeline import grade_submission
+    from grader.config import RunConfig
     from grader.intake.discover import discover
 
     folder = tmp_path / "env_dump"
@@ -490,8 +491,8 @@ def test_check_and_grade_give_the_same_environment(tmp_path: Path, boxes: dict[s
     a = assignment.load(TINY / "assignment.yaml")
     sub = discover(folder, a)[0]
     sb = _box(boxes, "process")
-    checked = grade_submission(sub, a, sb, GradeOptions(public=True))
-    graded = grade_submission(sub, a, sb, GradeOptions(public=False))
+    checked = grade_submission(sub, a, sb, RunConfig(public=True))
+    graded = grade_submission(sub, a, sb, RunConfig(public=False))
     env_check, env_grade = _env_line(checked.load.stdout), _env_line(graded.load.stdout)
     assert set(env_check) == set(env_grade) == EXPECTED_ENV
     assert {k: v for k, v in env_check.items() if k not in ("HOME", "TMPDIR")} == \

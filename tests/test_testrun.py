@@ -10,7 +10,8 @@ import pytest
 from result_samples import without_timing
 
 from grader import assignment
-from grader.batch.pipeline import GradeOptions, Grading, grade_submission
+from grader.batch.pipeline import Grading, grade_submission
+from grader.config import RunConfig
 from grader.errors import AssignmentError, InternalError
 from grader.intake.discover import discover
 from grader.sandbox.host import Isolation, Sandbox
@@ -63,9 +64,9 @@ def _sub(name: str, tiny: assignment.Assignment):  # type: ignore[no-untyped-def
 
 def test_a_shared_session_grades_like_a_fresh_one(tiny, box) -> None:
     order = ["honest", "wrong", "exit_mid_call", "honest", "wrong"]
-    with Grading(tiny, box, GradeOptions()) as grading:
+    with Grading(tiny, box, RunConfig()) as grading:
         shared = [without_timing(grading.grade(_sub(name, tiny))) for name in order]
-    alone = {name: without_timing(grade_submission(_sub(name, tiny), tiny, box, GradeOptions()))
+    alone = {name: without_timing(grade_submission(_sub(name, tiny), tiny, box, RunConfig()))
              for name in set(order)}
     for name, doc in zip(order, shared):
         assert doc == alone[name], name
@@ -81,7 +82,7 @@ def _scoped_assignment(tmp_path: Path, tiny: assignment.Assignment) -> assignmen
 
 def test_every_fixture_scope_is_rebuilt_for_each_submission(tmp_path, tiny, box) -> None:
     scoped = _scoped_assignment(tmp_path, tiny)
-    with Grading(scoped, box, GradeOptions()) as grading:
+    with Grading(scoped, box, RunConfig()) as grading:
         results = [grading.grade(_sub(name, scoped)) for name in ("honest", "wrong", "honest")]
     notes = [next(e.data["text"] for ex in r.exercises for t in ex.tests for e in t.evidence
                   if e.kind == "note") for r in results]
@@ -95,11 +96,11 @@ def test_tests_that_do_not_collect_stop_before_any_submission(tmp_path, tiny, bo
     (broken.root / "hidden" / "test_add.py").write_text("def test_x(:\n    pass\n")
     broken = assignment.load(broken.root / "assignment.yaml")
     with pytest.raises(AssignmentError, match="could not be collected"):
-        Grading(broken, box, GradeOptions())
+        Grading(broken, box, RunConfig())
 
 
 def test_a_closed_session_refuses_work(tiny, box) -> None:
-    grading = Grading(tiny, box, GradeOptions())
+    grading = Grading(tiny, box, RunConfig())
     grading.close()
     with pytest.raises(InternalError, match="closed"):
         grading.grade(_sub("honest", tiny))
@@ -121,13 +122,13 @@ def test_a_session_broken_by_an_error_of_ours_is_replaced(tiny, box, monkeypatch
         return real_outcome(self, *args)
 
     monkeypatch.setattr(testrun.GraderPlugin, "_outcome", outcome_failing_once)
-    with Grading(tiny, box, GradeOptions()) as grading:
+    with Grading(tiny, box, RunConfig()) as grading:
         first_session = grading.tests._thread
         with pytest.raises(RuntimeError, match="a bug of ours"):
             grading.grade(honest)
         again = grading.grade(honest)
         assert grading.tests._thread is not first_session
-    assert without_timing(again) == without_timing(grade_submission(honest, tiny, box, GradeOptions()))
+    assert without_timing(again) == without_timing(grade_submission(honest, tiny, box, RunConfig()))
     assert again.score == again.max_score
 
 
@@ -163,7 +164,7 @@ def _supported_assignment(tmp_path: Path, support: str | None) -> assignment.Ass
 def test_tests_receive_the_assignments_support_module(tmp_path, box) -> None:
     supported = _supported_assignment(tmp_path, SUPPORT)
     assert supported.support == supported.root / "support.py"
-    with Grading(supported, box, GradeOptions()) as grading:
+    with Grading(supported, box, RunConfig()) as grading:
         honest, wrong = (grading.grade(_sub(name, supported)) for name in ("honest", "wrong"))
     add = [next(ex for ex in r.exercises if ex.id == "add") for r in (honest, wrong)]
     assert add[0].score == add[0].max_score
@@ -185,7 +186,7 @@ def test_the_support_module_is_imported_afresh_by_each_session(tmp_path) -> None
 
 def test_a_test_asking_for_an_undeclared_support_module_is_the_graders_error(tmp_path, box) -> None:
     unsupported = _supported_assignment(tmp_path, None)
-    with Grading(unsupported, box, GradeOptions()) as grading, \
+    with Grading(unsupported, box, RunConfig()) as grading, \
             pytest.raises(AssignmentError, match="declares no support module"):
         grading.grade(_sub("honest", unsupported))
 
@@ -193,4 +194,4 @@ def test_a_test_asking_for_an_undeclared_support_module_is_the_graders_error(tmp
 def test_a_support_module_that_fails_to_import_is_the_assignments_error(tmp_path, box) -> None:
     broken = _supported_assignment(tmp_path, "raise RuntimeError('broken support')\n")
     with pytest.raises(AssignmentError, match="support module .* fails to import: broken support"):
-        Grading(broken, box, GradeOptions())
+        Grading(broken, box, RunConfig())

@@ -42,9 +42,6 @@ from grader.score import exercise_results, totals
 from grader.testing.session import TestRunner, load_reference
 from grader.testing.student import Connection, LoadOutcome
 
-GradeOptions = RunConfig
-"""The old name of `RunConfig`."""
-
 
 class Grading:
     """What a process needs to grade submissions of one assignment one after another:
