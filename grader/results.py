@@ -114,11 +114,17 @@ class Review:
     """How sure the grader is of a written answer's score, and why not (see `needs_review`).
 
     `found` and `missed` name the rubric's concepts the answer did and did not state;
-    `reasons` say in plain words why a person should look at it (empty when none)."""
+    `reasons` say in plain words why a person should look at it (empty when none);
+    `answer` is what the student wrote (at most MAX_ANSWER_CHARS), so `grader review`
+    needs no other file ("" when there was nothing to read)."""
 
     found: tuple[str, ...] = ()
     missed: tuple[str, ...] = ()
     reasons: tuple[str, ...] = ()
+    answer: str = ""
+
+
+MAX_ANSWER_CHARS = 4000
 
 
 @dataclass(frozen=True)
@@ -372,4 +378,6 @@ def _review(doc: Any) -> Review | None:
     """A written answer's review block as result.json stores it (None when absent)."""
     if not isinstance(doc, dict):
         return None
-    return Review(**{k: tuple(str(x) for x in doc.get(k) or ()) for k in ("found", "missed", "reasons")})
+    answer = doc.get("answer")
+    return Review(**{k: tuple(str(x) for x in doc.get(k) or ()) for k in ("found", "missed", "reasons")},
+                  answer=answer[:MAX_ANSWER_CHARS] if isinstance(answer, str) else "")

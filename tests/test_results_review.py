@@ -65,7 +65,7 @@ def test_needs_review_is_written_only_for_written_answers() -> None:
     assert "needs_review" not in numeric and "review" not in numeric
     assert flagged["needs_review"] is True and sure["needs_review"] is False
     assert flagged["review"] == {"found": ["the Query ...", "the Value ..."], "missed": ["the Key ..."],
-                                 "reasons": ["a concept is stated next to a negation"]}
+                                 "reasons": ["a concept is stated next to a negation"], "answer": ""}
 
 
 def test_old_result_json_without_review_still_reads() -> None:

@@ -4,6 +4,7 @@ page itself in headless Chromium (a real class graded, two groups graded by keyb
 from __future__ import annotations
 
 import csv
+import dataclasses
 import http.client
 import json
 import os
@@ -24,7 +25,7 @@ from conftest import ATTENTION, ROOT, run_grader
 from grader.report.overrides import read_overrides
 from grader.report.writers import Context
 from grader.report.writers.reports import ReportsWriter, read_reports
-from grader.results import ExerciseResult, Review, Status, SubmissionResult
+from grader.results import ExerciseResult, Review, Status, SubmissionResult, from_json_dict, to_json_dict
 from grader.results import TestResult as _TestResult
 from grader.review.groups import (
     Answer,
@@ -207,7 +208,21 @@ def test_texts_come_from_answers_yaml_and_groups_form(small_class: tuple[Path, P
         ("quiz.q1", {"ann", "bao"}), ("quiz.q1", {"cam"}),
         ("quiz.q3", {"bao", "cam"}), ("quiz.q3", {"ann"}),
     ]
-    assert answer_texts(results, None)[("ann", "quiz.q1")] is None
+    assert answer_texts(results, None)[("ann", "quiz.q1")] is None  # written before texts were kept
+
+
+def test_the_text_result_json_keeps_is_used_without_the_submissions(tmp_path: Path) -> None:
+    """A result that keeps the answer it graded (`Review.answer`) needs no answers.yaml,
+    and the text graded wins over a file edited since."""
+    result = quiz_result("dan", {"quiz.q1": (1.0, False)})
+    test = result.exercises[0].tests[0]
+    kept = dataclasses.replace(test, review=dataclasses.replace(test.review, answer="Q hỏi, K khớp, V góp."))
+    result = dataclasses.replace(result, exercises=(dataclasses.replace(result.exercises[0], tests=(kept,)),))
+    back = from_json_dict(json.loads(json.dumps(to_json_dict(result))))
+    assert answer_texts([back], None) == {("dan", "quiz.q1"): "Q hỏi, K khớp, V góp."}
+    (tmp_path / "dan").mkdir()
+    (tmp_path / "dan" / "answers.yaml").write_text("quiz: {q1: edited later}\n")
+    assert answer_texts([back], tmp_path)[("dan", "quiz.q1")] == "Q hỏi, K khớp, V góp."
 
 
 @pytest.fixture

@@ -67,7 +67,7 @@ from grader.answers.values import (
 from grader.assignment import Question
 from grader.errors import AssignmentError
 from grader.intake.read import MAX_ANSWERS_BYTES
-from grader.results import Outcome, Review, TestResult, Visibility
+from grader.results import MAX_ANSWER_CHARS, Outcome, Review, TestResult, Visibility
 
 __all__ = [
     "MAX_ANSWERS_BYTES",
@@ -129,7 +129,8 @@ def _grade_text(text: str, entry: Mapping[str, Any], q: Question) -> tuple[float
         message = _with_hint(f"{said}missing: {'; '.join(grade.missed)}.", entry)
     if grade.reasons:
         message = f"{PROVISIONAL} {message}"
-    return grade.score, message, Review(grade.found, grade.missed, grade.reasons), bool(grade.reasons)
+    review = Review(grade.found, grade.missed, grade.reasons, answer=text[:MAX_ANSWER_CHARS])
+    return grade.score, message, review, bool(grade.reasons)
 
 
 def _with_hint(message: str, entry: Mapping[str, Any]) -> str:

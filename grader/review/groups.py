@@ -167,7 +167,9 @@ def answer_texts(results: Sequence[SubmissionResult],
     """(student, question id) -> what the student wrote, read from
     SUBMISSIONS/<student>/answers.yaml (or SUBMISSIONS/answers.yaml when SUBMISSIONS is
     the one student's folder) with the grader's safe loader; "" when the answer is
-    missing, None when there is no such file to read. result.json does not keep the text."""
+    missing, None when there is no such file to read. result.json keeps the text a written
+    answer was graded on (`Review.answer`): that comes first, the file only for results
+    written before it did."""
     from grader.answers.grade import load_answers, lookup
 
     texts: dict[tuple[str, str], str | None] = {}
@@ -182,7 +184,10 @@ def answer_texts(results: Sequence[SubmissionResult],
             for t in ex.tests:
                 if t.test_id.startswith(QUESTION):
                     q = t.test_id[len(QUESTION):]
-                    texts[(r.student, q)] = None if answers is None else _as_text(lookup(answers, q))
+                    if t.review is not None and t.review.answer:
+                        texts[(r.student, q)] = t.review.answer.strip()
+                    else:
+                        texts[(r.student, q)] = None if answers is None else _as_text(lookup(answers, q))
     return texts
 
 

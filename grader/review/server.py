@@ -311,8 +311,8 @@ def serve(out: Path, overrides_path: Path, submissions: Path | None, port: int,
     state = ReviewState(out, overrides_path, submissions)
     server, url = make_server(state, port, echo)
     if not state.texts_known:
-        echo("note: result.json does not keep the answers' text; pass --submissions DIR (the "
-             "folder `grader grade` graded) to see and group them")
+        echo("note: these results were written without the answers' text; pass --submissions "
+             "DIR (the folder `grader grade` graded) to see and group them")
     echo(f"{len(state.groups)} group(s) of written answers; decisions go to {overrides_path}")
     echo(f"review page: {url}")
     echo("Ctrl+C stops the server")
