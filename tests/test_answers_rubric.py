@@ -117,3 +117,20 @@ def test_vietnamese_without_diacritics_no_is_it_and_chua_is_holds_unless_not_yet
     assert said("ma tran chua diem attention") == []                               # "chứa"
     assert said("luc inference chua co token do") == ["chua"]                      # "chưa"
     assert said("there is no future token") == ["no"]
+
+
+def test_a_comma_list_of_terms_scores_zero_even_with_a_formula_in_it() -> None:
+    assert _grade("cats, mice, chase, O(1), dogs, guard").score == 0.0
+    assert _grade("cats chase mice, dogs guard the house, both are pets").score == 1.0
+
+
+def test_a_question_that_asks_to_name_items_accepts_a_list() -> None:
+    many = {"rubric": [{"points": 0.5, "concept": c, "accept": [c]} for c in ("cats", "dogs", "mice")]}
+    assert grade_text("cats, dogs, mice", many, 1.0).score == 1.0
+
+
+@pytest.mark.parametrize("text", ["Chắc là cats chase mice and dogs guard the house.",
+                                  "I believe cats chase mice and dogs guard the house."])
+def test_a_hedged_answer_that_earns_points_is_flagged(text: str) -> None:
+    grade = _grade(text)
+    assert grade.score > 0 and grade.reasons

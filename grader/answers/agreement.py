@@ -28,9 +28,11 @@ from grader.answers.grade import score_questions
 from grader.assignment import Question
 
 AGREE_WITHIN = 0.1
-SPLITS = ("tune", "heldout", "fresh")
+SPLITS = ("tune", "heldout", "fresh", "blind")
 """`tune`: what the key was tuned on; `heldout`: kept apart when it was written;
-`fresh`: written later, by a labeller who saw neither the key nor the other answers."""
+`fresh`: written later, by a labeller who saw neither the key nor the other answers;
+`blind`: written after the key was last tuned, by a labeller who saw neither it nor the
+other sets, and measured once: never tune against it."""
 LABELS = ("full", "partial", "zero")
 LANGS = ("en", "vi", "vi-plain", "mixed")
 

@@ -261,7 +261,8 @@ def grade_text(text: str, entry: Mapping[str, Any], points: float, prompt: str =
     for index, clause in swapped:
         if (index, clause) not in own_in_clause:
             evidence[index].opposite = True
-    listing = _keyword_list(t, claims)
+    asks_for_a_list = sum(float(i.get("points", 0)) for i in rubric) > points + _EPS
+    listing = _keyword_list(t, claims, asks_for_a_list)
     if _copies_question(t, [prompt, *(entry.get("prompts") or ())]):
         return TextGrade(0.0, (), tuple(str(i["concept"]) for i in rubric), (), (), copied=True)
     scored, reasons = [], set()
@@ -342,11 +343,18 @@ def _claims(matches: list[_Match]) -> list[_Match]:
     return kept
 
 
-def _keyword_list(t: Text, claims: Sequence[_Match]) -> bool:
+def _keyword_list(t: Text, claims: Sequence[_Match], asks_for_a_list: bool = False) -> bool:
     """Key words strung together without a sentence: one clause of four words or more, no
-    function word, no formula, touching two key points or more."""
+    function word, no formula, touching two key points or more; or, where the question
+    does not ask to name items (its points are fewer than its rubric's: q10's conditions),
+    three or more comma-separated terms of at most three words."""
     words = WORD.findall(t.folded)
-    return (len(words) >= 4 and len(t.clauses) == 1 and not FUNCTION_WORD.search(t.folded)
+    if FUNCTION_WORD.search(t.folded):
+        return False
+    items = [s for s in re.split(r"[,;\n]+", t.folded) if s.strip()]
+    if not asks_for_a_list and len(items) >= 3 and all(len(WORD.findall(s)) <= 3 for s in items):
+        return True  # "matmul, GPU, O(1), parallel": a list of terms states nothing
+    return (len(words) >= 4 and len(t.clauses) == 1
             and not re.search(r"[=:<>()\[\]/^*+]|->|→", t.folded)
             and len({m.item for m in claims}) >= 2)
 

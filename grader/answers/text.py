@@ -27,7 +27,8 @@ NEGATIONS = (
     "không", "chẳng", "chả", "chưa", "ko", "k", "kg", "khg", "hông", "chẳng hề", "không hề",
 )
 HEDGES = ("maybe", "perhaps", "probably", "i think", "i guess", "not sure", "có lẽ", "hình như",
-          "chắc vậy", "không chắc", "em nghĩ", "em đoán")
+          "chắc vậy", "chắc là", "hình như là", "không chắc", "ko chắc", "không rõ", "em nghĩ",
+          "em đoán", "i believe", "i suppose", "dunno")
 ANALOGIES = ("like a", "like an", "think of", "imagine", "similar to", "as if", "analogy", "giống như", "ví như",
              "tưởng tượng", "hình dung", "như thể")
 PREVENTIVES = ("prevent", "prevents", "avoid", "avoids", "stop", "stops", "keeps from", "tránh", "ngăn", "chống")
