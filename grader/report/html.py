@@ -39,7 +39,7 @@ from grader.report.formatting import (
     plain_text,
     short_digest,
 )
-from grader.report.visibility import Seen, seen
+from grader.report.visibility import WITHHELD, Seen, seen
 from grader.results import (
     Evidence,
     EvidenceKind,
@@ -70,7 +70,7 @@ def _environment() -> jinja2.Environment:
         pts=fmt_points, value=fmt_value, plain=plain_text, json=json_text, short_digest=short_digest
     )
     env.tests.update(awaits_instructor=awaits_instructor)
-    env.globals.update(INSTRUCTOR_GRADED=INSTRUCTOR_GRADED)
+    env.globals.update(INSTRUCTOR_GRADED=INSTRUCTOR_GRADED, WITHHELD=WITHHELD)
     return env
 
 
