@@ -19,12 +19,12 @@ WIRE_VERSION = 1
 """What the grader and its sandbox speak: sent in each side's first message, and checked."""
 
 
-__all__ = ["MAX_FRAME_BYTES", "WIRE_VERSION", "WireError"]
+__all__ = ["MAX_FRAME_BYTES", "WIRE_VERSION", "WireError", "pack", "recv_frame", "recv_frame_until",
+           "send_frame"]
 
 
 def send_frame(sock: socket.socket, doc: dict[str, Any]) -> None:
-    body = json.dumps(doc, separators=(",", ":"), allow_nan=False).encode("utf-8")
-    sock.sendall(struct.pack(">I", len(body)) + body)
+    sock.sendall(pack(doc))
 
 
 def recv_frame(sock: socket.socket, max_bytes: int = MAX_FRAME_BYTES) -> dict[str, Any]:
