@@ -344,19 +344,17 @@ def _claims(matches: list[_Match]) -> list[_Match]:
 
 
 def _keyword_list(t: Text, claims: Sequence[_Match], asks_for_a_list: bool = False) -> bool:
-    """Key words strung together without a sentence: one clause of four words or more, no
-    function word, no formula, touching two key points or more; or, where the question
-    does not ask to name items (its points are fewer than its rubric's: q10's conditions),
-    three or more comma-separated terms of at most three words."""
-    words = WORD.findall(t.folded)
+    """Key words strung together without a sentence, no function word: three or more
+    comma-separated terms of at most three words ("matmul, GPU, O(1)"), unless the question
+    asks to name items (q10); or one clause of four words or more, no formula, touching two
+    key points or more."""
     if FUNCTION_WORD.search(t.folded):
         return False
-    items = [s for s in re.split(r"[,;\n]+", t.folded) if s.strip()]
-    if not asks_for_a_list and len(items) >= 3 and all(len(WORD.findall(s)) <= 3 for s in items):
-        return True  # "matmul, GPU, O(1), parallel": a list of terms states nothing
-    return (len(words) >= 4 and len(t.clauses) == 1
-            and not re.search(r"[=:<>()\[\]/^*+]|->|→", t.folded)
-            and len({m.item for m in claims}) >= 2)
+    items = [WORD.findall(s) for s in re.split(r"[,;\n]+", t.folded) if s.strip()]
+    if not asks_for_a_list and len(items) >= 3 and all(len(i) <= 3 for i in items):
+        return True
+    return (len(WORD.findall(t.folded)) >= 4 and len(t.clauses) == 1
+            and not re.search(r"[=:<>()\[\]/^*+]|->|→", t.folded) and len({m.item for m in claims}) >= 2)
 
 
 def _copies_question(t: Text, prompts: Sequence[str]) -> bool:
