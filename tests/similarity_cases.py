@@ -339,6 +339,151 @@ def sdpa_attention(q, k, v, mask=None, causal=False, dropout_p=0.0):
 ''']
 
 
+# Two more independent styles that share one small function and nothing else: the mask
+# helper written by `looped_heads` (12 lines, about a fifth of the file) is pasted into
+# `packed_bmm` with every name changed. The share of fingerprints stays under the
+# threshold; the matched region is what flags it.
+MASK_BIAS = '''
+def additive_mask(mask, scores):
+    if mask is None:
+        return torch.zeros_like(scores)
+    if mask.dtype is not torch.bool:
+        raise TypeError(f"mask must be torch.bool, not {mask.dtype}")
+    while mask.dim() < scores.dim():
+        mask = mask.unsqueeze(0)
+    if any(m not in (1, s) for m, s in zip(mask.shape, scores.shape)):
+        raise ValueError(f"mask {tuple(mask.shape)} does not fit scores {tuple(scores.shape)}")
+    bias = scores.new_zeros(mask.shape)
+    bias = bias.masked_fill(mask.logical_not(), torch.finfo(scores.dtype).min)
+    return bias.expand_as(scores)
+'''
+
+MASK_BIAS_COPY = '''
+def bias_from(allowed, logits):
+    if allowed is None:
+        return torch.zeros_like(logits)
+    if allowed.dtype is not torch.bool:
+        raise TypeError(f"allowed has to be torch.bool, got {allowed.dtype}")
+    while allowed.dim() < logits.dim():
+        allowed = allowed.unsqueeze(0)
+    if any(a not in (1, b) for a, b in zip(allowed.shape, logits.shape)):
+        raise ValueError(f"cannot use {tuple(allowed.shape)} for {tuple(logits.shape)}")
+    penalty = logits.new_zeros(allowed.shape)
+    penalty = penalty.masked_fill(allowed.logical_not(), torch.finfo(logits.dtype).min)
+    return penalty.expand_as(logits)
+'''
+
+LOOPED_HEADS = [HEADER, '''
+def causal_mask(seq_len, device=None):
+    above = torch.triu(torch.ones(seq_len, seq_len, device=device), diagonal=1)
+    return above == 0
+''', MASK_BIAS, '''
+def scaled_dot_product_attention(q, k, v, mask=None):
+    scores = q.matmul(k.transpose(-2, -1)).div(math.sqrt(q.size(-1)))
+    scores = scores + additive_mask(mask, scores)
+    weights = scores.softmax(dim=-1)
+    return weights.matmul(v), weights
+''', '''
+class MultiHeadSelfAttention(nn.Module):
+    def __init__(self, embed_dim, num_heads, dropout_p=0.1):
+        super().__init__()
+        if num_heads < 1 or embed_dim < num_heads or embed_dim % num_heads:
+            raise ValueError("num_heads has to split embed_dim evenly")
+        self.embed_dim, self.num_heads = embed_dim, num_heads
+        self.head_dim = embed_dim // num_heads
+        self.heads = nn.ModuleList(
+            nn.ModuleDict({"q": nn.Linear(embed_dim, self.head_dim),
+                           "k": nn.Linear(embed_dim, self.head_dim),
+                           "v": nn.Linear(embed_dim, self.head_dim)})
+            for _ in range(num_heads))
+        self.out_proj = nn.Linear(embed_dim, embed_dim)
+        self.dropout = nn.Dropout(dropout_p)
+
+    def forward(self, x, attention_mask=None, causal=False):
+        if x.dim() != 3 or x.size(-1) != self.embed_dim:
+            raise ValueError("x must be [batch, seq_len, embed_dim]")
+        seq = x.size(1)
+        allowed = None
+        if attention_mask is not None:
+            if attention_mask.dtype != torch.bool or attention_mask.shape != x.shape[:2]:
+                raise ValueError("attention_mask must be a bool [batch, seq_len] tensor")
+            allowed = attention_mask.unsqueeze(1)
+        if causal:
+            tri = causal_mask(seq, x.device)
+            allowed = tri if allowed is None else allowed & tri
+        outs, maps = [], []
+        for head in self.heads:
+            o, w = scaled_dot_product_attention(head["q"](x), head["k"](x), head["v"](x), allowed)
+            outs.append(o)
+            maps.append(self.dropout(w))
+        return self.out_proj(torch.cat(outs, dim=-1)), torch.stack(maps, dim=1)
+''', '''
+def sdpa_attention(q, k, v, mask=None, causal=False, dropout_p=0.0):
+    if causal:
+        lower = causal_mask(q.size(-2), q.device)
+        mask = lower if mask is None else torch.logical_and(mask, lower)
+    return F.scaled_dot_product_attention(q, k, v, mask, dropout_p)
+''']
+
+PACKED_BMM = [HEADER, '''
+def causal_mask(seq_len, device=None):
+    steps = torch.arange(seq_len, device=device)
+    return steps.view(-1, 1).ge(steps.view(1, -1))
+''', '''
+def scaled_dot_product_attention(q, k, v, mask=None):
+    *lead, n, dk = q.shape
+    qs = q.reshape(-1, n, dk) * dk ** -0.5
+    ks = k.reshape(-1, k.shape[-2], dk)
+    sims = torch.bmm(qs, ks.transpose(1, 2)).reshape(*lead, n, k.shape[-2])
+    sims = sims + bias_from(mask, sims)
+    probs = F.softmax(sims, -1)
+    mixed = torch.bmm(probs.reshape(-1, n, k.shape[-2]), v.reshape(-1, *v.shape[-2:]))
+    return mixed.reshape(*lead, n, v.shape[-1]), probs
+''', MASK_BIAS_COPY, '''
+class MultiHeadSelfAttention(nn.Module):
+    def __init__(self, embed_dim, num_heads, dropout_p=0.1):
+        super().__init__()
+        if embed_dim <= 0 or num_heads <= 0 or embed_dim % num_heads != 0:
+            raise ValueError("bad embed_dim / num_heads")
+        self.embed_dim = embed_dim
+        self.num_heads = num_heads
+        self.head_dim = embed_dim // num_heads
+        self.in_weight = nn.Parameter(torch.empty(3 * embed_dim, embed_dim))
+        self.in_bias = nn.Parameter(torch.zeros(3 * embed_dim))
+        nn.init.xavier_uniform_(self.in_weight)
+        self.out_proj = nn.Linear(embed_dim, embed_dim)
+        self.p = dropout_p
+
+    def forward(self, x, attention_mask=None, causal=False):
+        if x.ndim != 3:
+            raise ValueError("x: [batch, seq_len, embed_dim] expected")
+        nb, nt, ne = x.shape
+        packed = F.linear(x, self.in_weight, self.in_bias)
+        packed = packed.unflatten(-1, (3, self.num_heads, self.head_dim)).permute(2, 0, 3, 1, 4)
+        q, k, v = packed[0], packed[1], packed[2]
+        allowed = torch.ones(nt, nt, dtype=torch.bool, device=x.device)
+        if causal:
+            allowed = allowed.tril()
+        if attention_mask is not None:
+            if attention_mask.dtype != torch.bool:
+                raise TypeError("attention_mask: torch.bool please")
+            if attention_mask.shape != (nb, nt):
+                raise ValueError("attention_mask: [batch, seq_len] please")
+            allowed = allowed & attention_mask[:, None, None, :]
+        mixed, probs = scaled_dot_product_attention(q, k, v, allowed)
+        probs = F.dropout(probs, self.p, self.training)
+        mixed = probs @ v
+        return self.out_proj(mixed.transpose(1, 2).flatten(2)), probs
+''', '''
+def sdpa_attention(q, k, v, mask=None, causal=False, dropout_p=0.0):
+    if mask is not None and causal:
+        mask = mask.logical_and(causal_mask(q.shape[-2], q.device))
+        causal = False
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p,
+                                          is_causal=causal)
+''']
+
+
 def renamed(blocks: list[str]) -> list[str]:
     """Every name the student chose, renamed (a find-and-replace a copier would do)."""
     names = {"logits": "sim", "probs": "att_p", "keep": "allowed_positions", "att": "alpha",
@@ -391,6 +536,8 @@ def planted() -> tuple[list[tuple[str, str, str]], set[frozenset[str]]]:
         ("copy_commented", "attention.py", "".join(commented(EINSUM))),
         ("copy_notebook", "attention.ipynb", notebook(renamed(FUSED[:1]) + FUSED[1:])),
         ("partial_one_function", "attention.py", "".join(partial)),
+        ("looped_heads", "attention.py", "".join(LOOPED_HEADS)),
+        ("packed_bmm", "attention.py", "".join(PACKED_BMM)),
     ]
     groups = [{"fused", "copy_renamed", "copy_notebook"}, {"separate", "copy_reordered"},
               {"einsum", "copy_commented"}]
@@ -398,6 +545,8 @@ def planted() -> tuple[list[tuple[str, str, str]], set[frozenset[str]]]:
     # one function (SEPARATE's class) is shared with both of the `separate` group
     truth |= {frozenset(("partial_one_function", "separate")),
               frozenset(("partial_one_function", "copy_reordered"))}
+    # one small function (a mask helper, renamed) is all these two share
+    truth.add(frozenset(("looped_heads", "packed_bmm")))
     return files, truth
 
 

@@ -46,9 +46,9 @@ def page_name(rank: int, pair: Pair) -> str:
     return f"{PAGES}/{rank:03d}-{_UNSAFE.sub('_', pair.a)}--{_UNSAFE.sub('_', pair.b)}.html"
 
 
-def render_pair(pair: Pair, a: Code, b: Code, threshold: float) -> str:
+def render_pair(pair: Pair, a: Code, b: Code, threshold: float, region: int = 0) -> str:
     return _ENV.get_template("pair.html").render(
-        pair=pair, threshold=threshold, fragments=list(enumerate(pair.fragments, 1)),
+        pair=pair, threshold=threshold, region=region, fragments=list(enumerate(pair.fragments, 1)),
         a_lines=_lines(a.text, [f.a_lines for f in pair.fragments]),
         b_lines=_lines(b.text, [f.b_lines for f in pair.fragments]))
 
@@ -66,10 +66,11 @@ def similarity_csv(pairs: Sequence[Pair], pages: dict[tuple[str, str], str]) -> 
     buf = io.StringIO()
     out = csv.writer(buf, lineterminator="\n")
     out.writerow(["student_a", "student_b", "similarity", "shared", "fingerprints_a",
-                  "fingerprints_b", "flagged", "page"])
+                  "fingerprints_b", "flagged", "reason", "largest_region", "page"])
     for p in pairs:
         out.writerow([_cell(p.a), _cell(p.b), f"{p.similarity:.4f}", p.shared, p.a_prints,
-                      p.b_prints, "yes" if p.flagged else "no", pages.get((p.a, p.b), "")])
+                      p.b_prints, "yes" if p.flagged else "no", p.reason, p.region,
+                      pages.get((p.a, p.b), "")])
     return buf.getvalue()
 
 
@@ -84,12 +85,12 @@ def write_outputs(out: Path, pairs: Sequence[Pair], shown: Sequence[Pair], codes
     pages = {(p.a, p.b): page_name(rank, p) for rank, p in enumerate(shown, 1)}
     written = [_write(out / "similarity.csv", similarity_csv(pairs, pages))]
     for p in shown:
-        html = render_pair(p, codes[p.a], codes[p.b], summary.threshold)
+        html = render_pair(p, codes[p.a], codes[p.b], summary.threshold, summary.region)
         written.append(_write(out / pages[(p.a, p.b)], html))
-    shown_pairs = tuple(ShownPair(p.a, p.b, p.similarity, p.shared, p.flagged, pages[(p.a, p.b)])
-                        for p in shown)
+    shown_pairs = tuple(ShownPair(p.a, p.b, p.similarity, p.shared, p.flagged, pages[(p.a, p.b)],
+                                  p.reason) for p in shown)
     doc = Summary(summary.threshold, summary.submissions, shown_pairs, summary.clusters,
-                  summary.base_files, summary.unread)
+                  summary.base_files, summary.unread, summary.region)
     written.append(_write(out / FILENAME, summary_json(doc)))
     return written
 

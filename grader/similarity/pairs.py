@@ -5,7 +5,12 @@ A pair's similarity is the share of the smaller submission's fingerprints that t
 other has too (after base code is removed), so a partial copy, one function of a
 larger file, still scores high. A pair is flagged when its similarity reaches the
 threshold and it shares at least `MIN_SHARED` fingerprints (a nearly empty submission
-is not "90 % the same" as anything). Fingerprints found in more than `common` of all
+is not "90 % the same" as anything): reason "share". It is also flagged when one
+matched region (shared fingerprints that run in step in both files, see `fragments`)
+holds at least `Options.region` of them: reason "region". That catches one copied
+function of a file otherwise written alone, whose share stays under the threshold;
+regions are only worked out for pairs sharing that many fingerprints, which few
+independent pairs do. Fingerprints found in more than `common` of all
 submissions (and more than `MIN_COMMON` of them) are idioms, not copies, and are left
 out. Flagged pairs are joined into clusters with union-find; a cluster of three or
 more is reported as a group.
@@ -33,6 +38,11 @@ class Options:
     """A pair whose similarity reaches this is flagged."""
     common: float = 0.5
     """Fingerprints in more than this share of the submissions are idioms, ignored."""
+    region: int = 12
+    """A pair with one matched region of this many fingerprints is flagged too. On the
+    planted cases the smallest copied function (12 lines, renamed) makes a region of 27
+    and independent solutions share regions of 6 at most; the planted functions of 9-15
+    lines have 14-36 fingerprints (tests/test_similarity.py prints the numbers)."""
     k: int = K
     w: int = W
 
@@ -73,6 +83,12 @@ class Pair:
     b_prints: int
     flagged: bool
     fragments: tuple[Fragment, ...] = ()
+    reason: str = ""
+    """Why it is flagged: "share" (similarity reached the threshold), "region" (one
+    matched region reached `Options.region` fingerprints), "" when it is not."""
+    region: int = 0
+    """Fingerprints in the largest matched region; 0 when not worked out (the pair
+    shares fewer than `Options.region` fingerprints, so no region can reach it)."""
 
 
 def fingerprint(code: Code, base: frozenset[int], options: Options = DEFAULT) -> Document:
@@ -95,17 +111,27 @@ def compare(docs: Sequence[Document], options: Options = DEFAULT) -> list[Pair]:
             for pair in itertools.combinations(where, 2):
                 counts[pair] += 1
     sizes = [len(doc.prints.keys() - idioms) for doc in docs]
-    pairs = [_pair(docs[i], docs[j], n, sizes[i], sizes[j], options)
+    pairs = [_pair(docs[i], docs[j], n, sizes[i], sizes[j], idioms, options)
              for (i, j), n in counts.items()]
     return sorted(pairs, key=lambda p: (-p.similarity, -p.shared, p.a, p.b))
 
 
-def _pair(a: Document, b: Document, shared: int, na: int, nb: int, options: Options) -> Pair:
+def _pair(a: Document, b: Document, shared: int, na: int, nb: int, idioms: set[int],
+          options: Options) -> Pair:
     similarity = shared / max(1, min(na, nb))
-    flagged = similarity >= options.threshold and shared >= MIN_SHARED
+    region = 0
+    if shared >= options.region:
+        region = max((f.fingerprints for f in fragments(a, b, idioms, options.k)), default=0)
+    if similarity >= options.threshold and shared >= MIN_SHARED:
+        reason = "share"
+    elif shared >= options.region and region >= options.region:
+        reason = "region"
+    else:
+        reason = ""
     if a.student > b.student:
         a, b, na, nb = b, a, nb, na
-    return Pair(a.student, b.student, round(similarity, 4), shared, na, nb, flagged)
+    return Pair(a.student, b.student, round(similarity, 4), shared, na, nb, bool(reason),
+                reason=reason, region=region)
 
 
 def fragments(a: Document, b: Document, idioms: set[int] = frozenset(),  # type: ignore[assignment]

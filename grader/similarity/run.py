@@ -65,5 +65,5 @@ def write_similarity(found: Similarity, out: Path) -> list[Path]:
     """similarity.csv, similarity.json and the pair pages under `out`."""
     unread = tuple((c.student, c.problem) for c in found.codes.values() if c.problem)
     summary = Summary(found.options.threshold, len(found.codes), (), found.clusters,
-                      tuple(p.name for p in found.base_files), unread)
+                      tuple(p.name for p in found.base_files), unread, found.options.region)
     return write_outputs(out, found.pairs, found.shown, found.codes, summary)

@@ -27,6 +27,8 @@ class ShownPair:
     flagged: bool
     page: str
     """The pair's page, relative to the reports folder."""
+    reason: str = ""
+    """Why it is flagged: "share" or "region" (see `grader.similarity.pairs`); "" if not."""
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,8 @@ class Summary:
     base_files: tuple[str, ...] = ()
     unread: tuple[tuple[str, str], ...] = ()
     """(student, why) for the submissions whose code could not be read."""
+    region: int = 0
+    """Fingerprints in one matched region that flag a pair too (0: not recorded)."""
 
     @property
     def flagged(self) -> int:
@@ -50,6 +54,7 @@ def summary_json(summary: Summary) -> str:
         "format": FORMAT, "threshold": summary.threshold, "submissions": summary.submissions,
         "pairs": [vars(p) for p in summary.pairs], "clusters": [list(c) for c in summary.clusters],
         "base_files": list(summary.base_files), "unread": [list(u) for u in summary.unread],
+        "region": summary.region,
     }
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 
@@ -65,6 +70,7 @@ def read_summary(folder: Path) -> Summary | None:
             pairs=tuple(ShownPair(**p) for p in doc["pairs"]),
             clusters=tuple(tuple(c) for c in doc["clusters"]),
             base_files=tuple(doc.get("base_files", ())),
-            unread=tuple((str(s), str(w)) for s, w in doc.get("unread", ())))
+            unread=tuple((str(s), str(w)) for s, w in doc.get("unread", ())),
+            region=int(doc.get("region", 0)))
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
