@@ -44,6 +44,7 @@ not ours), then
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import random
@@ -98,6 +99,11 @@ def main(control_fd: int, config: dict[str, Any] | None = None) -> None:
     if cfg.prewarm:
         _prewarm()
         _prebuild_shell()
+    # Started with the collector off (`launch._BOOT`): what is loaded now lives as long
+    # as the zygote, so it leaves the collector's generations for good; every child
+    # starts with an enabled collector that only tracks its own objects.
+    gc.freeze()
+    gc.enable()
     control = socket.socket(fileno=control_fd)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     # What a child leaves behind when it is killed (the pid-1 process of its namespace,
