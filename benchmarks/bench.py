@@ -382,7 +382,7 @@ def grader_cmd() -> list[str]:
 
 
 def run_grade(subs: Path, out: Path, assignment: Path, jobs: int, sandbox: str,
-              pss: bool) -> dict[str, Any]:
+              pss: bool, env: dict[str, str] | None = None) -> dict[str, Any]:
     if out.exists():
         shutil.rmtree(out)
     cmd = grader_cmd() + ["grade", str(subs), "--assignment", str(assignment), "--jobs", str(jobs),
@@ -390,14 +390,16 @@ def run_grade(subs: Path, out: Path, assignment: Path, jobs: int, sandbox: str,
     log = out.parent / "grade.log"
     load_before = loadavg()
     with open(log, "w") as logf:
-        t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, cwd=REPO)
+        t0, t0_epoch = time.perf_counter(), time.time()
+        proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, cwd=REPO, env=env)
         sampler = TreeSampler(proc.pid, pss=pss).start()
         _, status, rusage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
         proc.returncode = os.waitstatus_to_exitcode(status)
         sampler.stop(linger_s=10.0)  # workers may still be shutting down
+    firsts = [f.stat().st_mtime for f in out.glob("*/result.json")]
     return {"cmd": " ".join(cmd), "rc": proc.returncode, "wall_s": wall,
+            "first_result_s": (min(firsts) - t0_epoch) if firsts else None,
             "tree_cpu_s": sampler.cpu_s, "cpu_by_role": sampler.cpu_by_role(),
             "rusage_cpu_s": rusage.ru_utime + rusage.ru_stime,
             "peak_rss": sampler.peak_rss, "peak_pss": sampler.peak_pss,
@@ -694,6 +696,66 @@ def render(info: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+# ---------------------------------------------------------------- side by side
+
+
+def run_pairs(subs: Path, out: Path, assignment: Path, jobs: int, sandbox: str,
+              trees: dict[str, Path], pairs: int, n: int) -> dict[str, Any]:
+    """Grade the same submissions with each grader tree (a folder holding `grader/`),
+    `pairs` times, alternating the order (ABBA...), so both see the same machine load.
+    Per run: tree CPU / N, CPU / N by role, wall, and the time to the first result.json
+    (start-up plus one submission)."""
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in trees}
+    names = list(trees)
+    for i in range(pairs):
+        for name in (names if i % 2 == 0 else names[::-1]):
+            env = dict(os.environ)
+            env["PYTHONPATH"] = os.pathsep.join(
+                filter(None, [str(trees[name]), os.environ.get("PYTHONPATH")]))
+            print(f"[bench] pair {i + 1}/{pairs}: {name} ...", file=sys.stderr)
+            g = run_grade(subs, out / f"grade-{names.index(name)}", assignment, jobs, sandbox,
+                          pss=False, env=env)
+            roles = {role: cpu / n for role, (cpu, _) in (g["cpu_by_role"] or {}).items()}
+            runs[name].append({"rc": g["rc"], "wall_s": g["wall_s"], "cpu_per_sub": g["tree_cpu_s"] / n,
+                               "first_result_s": g["first_result_s"], "roles": roles,
+                               "load": g["loadavg_before"]})
+            print(f"[bench]   {name}: {g['wall_s']:.1f} s wall, {g['tree_cpu_s'] / n:.3f} core-s/sub, "
+                  f"first result {g['first_result_s'] or 0:.2f} s, load {g['loadavg_before']}",
+                  file=sys.stderr)
+    return runs
+
+
+def render_pairs(runs: dict[str, list[dict[str, Any]]], n: int, baseline_wall_n: float | None) -> str:
+    names = list(runs)
+    med = statistics.median
+
+    def cell(name: str, key: str, fmt: str) -> str:
+        vals = [r[key] for r in runs[name] if r[key] is not None]
+        if not vals:
+            return "n/a"
+        return f"**{med(vals):{fmt}}** (" + " / ".join(f"{v:{fmt}}" for v in vals) + ")"
+
+    lines = [f"Side by side, N={n}, {len(runs[names[0]])} runs each, alternating order "
+             "(median, then each run):", "",
+             "| figure | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+    lines.append("| CPU per submission, whole tree / N (core-s) | "
+                 + " | ".join(cell(x, "cpu_per_sub", ".3f") for x in names) + " |")
+    lines.append("| total wall (s) | " + " | ".join(cell(x, "wall_s", ".1f") for x in names) + " |")
+    lines.append("| first result.json after start (s) | "
+                 + " | ".join(cell(x, "first_result_s", ".2f") for x in names) + " |")
+    roles = sorted({role for x in names for r in runs[x] for role in r["roles"]})
+    for role in roles:
+        lines.append(f"| {role}, CPU / N (core-s) | " + " | ".join(
+            f"{med(r['roles'].get(role, 0.0) for r in runs[x]):.3f}" for x in names) + " |")
+    if baseline_wall_n:
+        lines.append(f"| speed-up vs naive baseline ({baseline_wall_n:.1f} s for N={n}), median wall | "
+                     + " | ".join(f"{baseline_wall_n / med(r['wall_s'] for r in runs[x]):.1f}x"
+                                  for x in names) + " |")
+    lines.append("| load average before each run | "
+                 + " | ".join(", ".join(r["load"].split()[0] for r in runs[x]) for x in names) + " |")
+    return "\n".join(lines)
+
+
 # ---------------------------------------------------------------- main
 
 
@@ -718,6 +780,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--nice", type=int, default=0,
                    help="os.nice() increment for this process and everything it runs "
                         "(negative needs root: approximates an idle machine on a busy one)")
+    p.add_argument("--compare", type=Path, default=None, metavar="DIR",
+                   help="also grade with the grader package in DIR (DIR/grader/, e.g. a copy "
+                        "taken before a change), side by side: --pairs runs each, alternating")
+    p.add_argument("--pairs", type=int, default=3, help="runs of each tree with --compare")
     args = p.parse_args(argv)
     if args.nice:
         os.nice(args.nice)
@@ -802,6 +868,17 @@ def main(argv: list[str] | None = None) -> int:
         for prob in check.get("problems", []):
             notes.append(f"`grader check`: {prob}")
 
+    pairs_md = ""
+    if args.compare is not None:
+        trees = {"this tree": out / "snapshot" if not args.no_snapshot else REPO,
+                 f"--compare {args.compare}": args.compare.resolve()}
+        runs = run_pairs(out / "subs", out, assignment, args.jobs, args.sandbox, trees,
+                         args.pairs, args.n)
+        b_wall_n = (baseline["wall_s"] * args.n / len(baseline["rows"])) if baseline else None
+        pairs_md = render_pairs(runs, args.n, b_wall_n)
+        notes.append("The side-by-side runs sample RSS only (no PSS), so the sampler costs less "
+                     "than in the single run above.")
+
     command = "python benchmarks/bench.py " + " ".join(argv if argv is not None else sys.argv[1:])
     info = {"when": dt.datetime.now().isoformat(timespec="seconds"), "machine": machine(),
             "command": command.strip(),
@@ -809,7 +886,7 @@ def main(argv: list[str] | None = None) -> int:
             else str(assignment),
             "assignment_note": a_note, "jobs": args.jobs, "nice": args.nice, "grade": grade, "rows": rows,
             "baseline": baseline, "check": check, "notes": notes}
-    md = render(info)
+    md = render(info) + ("\n" + pairs_md + "\n" if pairs_md else "")
     (out / "results.md").write_text(md + "\n", encoding="utf-8")
     (out / "results.json").write_text(json.dumps(info, indent=1, default=str), encoding="utf-8")
     print(md)

@@ -40,7 +40,11 @@ try:
 except ImportError:
     sys.path.insert(0, str(REPO))
 
-import torch  # noqa: F401  (timed: the worker's first import)
+import torch  # (timed: the worker's first import)
+
+torch.set_num_threads(1)  # as grader.batch.workers does: one worker per core. Without
+# it every tiny op here paid for a 2-thread pool on a loaded 2-core machine: a softmax
+# took ~7 ms, and the worker's CPU per submission read ~0.4 s instead of ~0.1 s.
 
 T_TORCH = time.perf_counter()
 import pytest
@@ -77,6 +81,13 @@ def timed(name: str, fn):  # type: ignore[no-untyped-def]
 def sandbox_cpu() -> float:
     """CPU (s) of every process below this one, plus what they reaped (cutime/cstime):
     the zygote and the student children it forked and waited for."""
+    return sandbox_counts()[0]
+
+
+def sandbox_counts() -> tuple[float, int]:
+    """(CPU s, minor page faults) of every process below this one, reaped ones included
+    (cutime/cstime, cminflt): the zygote and the student children it forked and waited
+    for. Minor faults after fork are mostly copy-on-write copies of the zygote's pages."""
     import os
     tick = os.sysconf("SC_CLK_TCK")
     stats = {}
@@ -88,16 +99,18 @@ def sandbox_cpu() -> float:
             except OSError:
                 continue
             rest = data[data.rfind(")") + 2:].split()
-            stats[int(name)] = (int(rest[1]), sum(int(x) for x in rest[11:15]))
+            stats[int(name)] = (int(rest[1]), sum(int(x) for x in rest[11:15]),
+                                int(rest[7]) + int(rest[8]))
     kids: dict[int, list[int]] = {}
-    for pid, (ppid, _) in stats.items():
+    for pid, (ppid, _, _) in stats.items():
         kids.setdefault(ppid, []).append(pid)
-    total, todo = 0, list(kids.get(os.getpid(), []))
+    total, faults, todo = 0, 0, list(kids.get(os.getpid(), []))
     while todo:
         pid = todo.pop()
         total += stats[pid][1]
+        faults += stats[pid][2]
         todo.extend(kids.get(pid, []))
-    return total / tick
+    return total / tick, faults
 
 
 def instrument() -> None:
@@ -127,8 +140,11 @@ def main() -> int:
                    help="what-if: set config.option.tbstyle in pytest_configure (the grader "
                         "disables the terminal plugin, so --tb cannot be passed); 'native' or "
                         "'line' skip pytest's AST-based traceback formatting")
-    p.add_argument("--gc-freeze", action="store_true",
-                   help="what-if: gc.freeze() once the sandbox and reference are up")
+    p.add_argument("--gc-freeze", action="store_true", default=True,
+                   help="gc.freeze() once the sandbox and reference are up, as the worker "
+                        "does (the default)")
+    p.add_argument("--no-gc-freeze", dest="gc_freeze", action="store_false",
+                   help="what-if: no gc.freeze() in this process")
     args = p.parse_args()
     if args.pytest_args or args.tbstyle:
         import shlex
@@ -179,11 +195,13 @@ def main() -> int:
     for sub in subs:
         _current.clear()
         kind = manifest.get(sub.id, {}).get("kind", "module")
-        t, c, z = time.perf_counter(), time.process_time(), sandbox_cpu()
+        z, f = sandbox_counts()
+        t, c = time.perf_counter(), time.process_time()
         result = grading.grade(sub)
         t_grade, c_grade = time.perf_counter() - t, time.process_time() - c
         time.sleep(0.05)  # let the zygote reap the child
-        z_grade = sandbox_cpu() - z
+        z2, f2 = sandbox_counts()
+        z_grade, f_grade = z2 - z, f2 - f
         t2, c2 = time.perf_counter(), time.process_time()
         write_report_html(result, out / sub.id / "report.html")
         t_html = time.perf_counter() - t2
@@ -194,7 +212,8 @@ def main() -> int:
         stages = {k: (v[0], v[1], v[2]) for k, v in _current.items()}
         tests = sum(tt.duration_s or 0 for ex in result.exercises for tt in ex.tests)
         per_sub.append({"id": sub.id, "kind": kind, "cold": kind not in seen_kinds,
-                        "grade_wall": t_grade, "grade_cpu": c_grade, "child_cpu": z_grade, "stages": stages,
+                        "grade_wall": t_grade, "grade_cpu": c_grade, "child_cpu": z_grade,
+                        "child_minflt": f_grade, "stages": stages,
                         "tests_reported_s": tests, "html_s": t_html, "json_s": t_json,
                         "write_cpu": c_write, "score": result.score,
                         "variant": manifest.get(sub.id, {}).get("variant", "?"),
@@ -245,7 +264,8 @@ def main() -> int:
             print(f"\n{label}")
             print(f"  {'grade_submission total':<28} wall {statistics.median(r['grade_wall'] for r in rows):7.3f} s"
                   f"  CPU {statistics.median(r['grade_cpu'] for r in rows):7.3f} s (worker)"
-                  f" + {statistics.median(r['child_cpu'] for r in rows):.3f} s (sandbox child)")
+                  f" + {statistics.median(r['child_cpu'] for r in rows):.3f} s (sandbox child)"
+                  f"; sandbox minor faults {statistics.median(r['child_minflt'] for r in rows):.0f}")
             for n in names:
                 w = [r["stages"].get(n, (0, 0, 0)) for r in rows]  # type: ignore[union-attr]
                 print(f"  {n:<28} wall {statistics.median(x[0] for x in w):7.3f} s"
