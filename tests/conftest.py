@@ -17,16 +17,18 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 ATTENTION = ROOT / "assignments" / "attention" / "assignment.yaml"
+TINY = ROOT / "tests" / "fixtures" / "tiny"
 
 
 PROCESS_FIXTURES = frozenset({
     "corpus_results", "box", "boxes", "batch", "graded", "graded_class", "lesson_reports",
-    "venv", "driver", "browser", "cluster", "served", "review_server",
+    "venv", "driver", "cluster",
 })
 """Fixtures that start a sandbox, the CLI, a cluster or a browser."""
 
@@ -77,3 +79,11 @@ def corpus_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
                       "--out", str(out), "--jobs", "2", "--quiet")
     assert done.returncode == 0, done.stderr[-3000:]
     return read_results(out)
+
+
+@pytest.fixture(scope="session")
+def tiny() -> Any:
+    """The small fixture assignment (tests/fixtures/tiny): frozen, so shared by all."""
+    from grader import assignment
+
+    return assignment.load(TINY / "assignment.yaml")

@@ -118,11 +118,6 @@ def _kill_below(root: int, word: str) -> int:
 
 
 @pytest.fixture(scope="module")
-def tiny() -> assignment.Assignment:
-    return assignment.load(TINY / "assignment.yaml")
-
-
-@pytest.fixture(scope="module")
 def box(tiny: assignment.Assignment) -> Iterator[Sandbox]:
     with Sandbox(Isolation.AUTO, tiny.limits) as sb:
         yield sb

@@ -15,13 +15,7 @@ from grader.config import RunConfig
 from grader.intake.discover import discover
 
 ROOT = Path(__file__).resolve().parent
-TINY = ROOT / "fixtures" / "tiny"
 ADVERSARIAL = ROOT / "fixtures" / "adversarial"
-
-
-@pytest.fixture(scope="module")
-def tiny() -> assignment.Assignment:
-    return assignment.load(TINY / "assignment.yaml")
 
 
 @pytest.fixture()

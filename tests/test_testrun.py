@@ -48,11 +48,6 @@ def test_fixtures_are_fresh(student, per_session, per_module, feedback):
 
 
 @pytest.fixture(scope="module")
-def tiny() -> assignment.Assignment:
-    return assignment.load(TINY / "assignment.yaml")
-
-
-@pytest.fixture(scope="module")
 def box(tiny: assignment.Assignment) -> Iterator[Sandbox]:
     with Sandbox(Isolation.AUTO, tiny.limits) as sb:
         yield sb
