@@ -28,7 +28,7 @@ from grader.answers.grade import score_questions
 from grader.assignment import Question
 
 AGREE_WITHIN = 0.1
-SPLITS = ("tune", "heldout", "fresh", "blind")
+SPLITS = ("tune", "heldout", "fresh", "blind", "blind2")
 """`tune`: what the key was tuned on; `heldout`: kept apart when it was written;
 `fresh`: written later, by a labeller who saw neither the key nor the other answers;
 `blind`: written after the key was last tuned, by a labeller who saw neither it nor the
