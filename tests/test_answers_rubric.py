@@ -108,6 +108,31 @@ def test_a_partial_score_with_any_doubt_is_flagged(text: str) -> None:
     assert grade.score == 0.5 and any("partial credit" in r for r in grade.reasons), (text, grade)
 
 
+THREE = {"rubric": [
+    {"points": 0.34, "concept": "cats chase mice", "subject": ["cats?"], "accept": ["chas\\w* ... mice"]},
+    {"points": 0.33, "concept": "dogs guard the house", "subject": ["dogs?"], "accept": ["guard\\w*"]},
+    {"points": 0.33, "concept": "birds sing", "subject": ["birds?"], "accept": ["sing\\w*"]},
+]}
+
+
+def test_points_clearly_said_with_the_others_untouched_are_not_flagged_with_three_points() -> None:
+    grade = grade_text("The cat is the one that chases the mice, and the dog guards the house.", THREE, 1.0)
+    assert grade.score == pytest.approx(0.67) and grade.reasons == (), grade
+    named = grade_text("The cat is the one that chases the mice, and the bird is small and brown.", THREE, 1.0)
+    assert named.score == pytest.approx(0.34) and any("partial credit" in r for r in named.reasons), named
+
+
+def test_a_point_met_in_passing_without_its_subject_or_topic_is_flagged() -> None:
+    speed = {"rubric": [
+        {"points": 0.5, "concept": "it saves memory", "topic": ["memory"], "accept": ["fewer (reads|writes)"]},
+        {"points": 0.5, "concept": "it is faster on the gpu", "topic": ["gpus?"], "accept": ["fast\\w*"]},
+    ]}
+    sure = grade_text("It makes the whole attention step run much faster on the GPU.", speed, 1.0)
+    assert sure.score == 0.5 and sure.reasons == (), sure
+    passing = grade_text("It fixes the vanishing gradient of deep models with a fast normalisation.", speed, 1.0)
+    assert passing.score == 0.5 and any("partial credit" in r for r in passing.reasons), passing
+
+
 def test_vietnamese_without_diacritics_no_is_it_and_chua_is_holds_unless_not_yet() -> None:
     from grader.answers.text import negations, read
     def said(text: str) -> list[str]:

@@ -41,9 +41,9 @@ such as "prevents" (`answers_text.PREVENTIVES`); `{not}` is any negation word.
 
 The grade is unsure (`reasons`: a person should review it) when a point is matched next to
 a negation; when a point and its opposite are both said; when it earns points and also
-states an opposite; when the score is partial, unless `_sure_partial` holds (two key
-points, one clearly said, the other untouched: see there); when it earns points but hedges;
-when it is long (LONG_WORDS) or argues by analogy and misses points; when a full score
+states an opposite; when the score is partial, unless `_sure_partial` holds (points
+clearly said, the others untouched, not a question that asks to name items: see there);
+when it earns points but hedges; when it is long (LONG_WORDS) or argues by analogy and misses points; when a full score
 comes from fewer than `min_words` words; when it has more than `max_words`.
 """
 
@@ -279,8 +279,8 @@ def grade_text(text: str, entry: Mapping[str, Any], points: float, prompt: str =
     if score > _EPS and any(evidence[n].opposite for n in missed):
         reasons.add("mixed")
     words = len(WORD.findall(t.folded))
-    if _EPS < score < points - _EPS and not listing and not _sure_partial(
-            t, rubric, scored, evidence, claims, spans, found_negations, words):
+    if _EPS < score < points - _EPS and not listing and (asks_for_a_list or not _sure_partial(
+            t, rubric, scored, evidence, claims, spans, found_negations, words)):
         reasons.add("partial")  # where credit is split, a person decides how much
     if score > _EPS and HEDGE.search(t.folded):
         reasons.add("hedge")
@@ -303,27 +303,25 @@ def grade_text(text: str, entry: Mapping[str, Any], points: float, prompt: str =
 def _sure_partial(t: Text, rubric: Sequence[Mapping[str, Any]], scored: Sequence[bool],
                   evidence: Sequence[_Evidence], claims: Sequence[_Match], spans: Sequence[_Match],
                   found_negations: Sequence[tuple[int, int]], words: int) -> bool:
-    """A partial score the grader may stand by without a person: the question has two key
-    points, exactly one is clearly said, and nothing in the answer touches the other.
-
-    - two rubric items, one credited (its point said of its subject, no opposite);
-    - the missed item has a `subject` or `topic`, and is silent: they are not named, none of its accept or
-      reject wordings occurs (bound to any subject, negated or not), and no other item's
-      point is said of its subject;
-    - every negation in the answer lies inside a matched wording ("không bị saturated"),
-      so nothing can turn a point around;
-    - a sentence of SURE_WORDS to LONG_WORDS words, without an analogy or a hedge.
-    """
-    if len(rubric) != 2 or sum(scored) != 1 or not SURE_WORDS <= words < LONG_WORDS:
+    """A partial score the grader may stand by without a person: each point credited is
+    said of what it is about (its subject or `topic` named); each missed one has a `subject`
+    or `topic` and is silent (not named, none of its wordings occurs, no other point is said
+    of its subject); every negation lies inside a matched wording ("không bị saturated");
+    SURE_WORDS to LONG_WORDS words, no analogy, no hedge."""
+    if not 0 < sum(scored) < len(rubric) or not SURE_WORDS <= words < LONG_WORDS:
         return False
-    missed = scored.index(False)
-    if not (rubric[missed].get("subject") or rubric[missed].get("topic")):
-        return False  # silence about a point can be told only by the words that name it
-    ev = evidence[missed]
-    if ev.named or ev.said or ev.unbound or ev.negated or ev.opposite:
-        return False
-    if any(m.item == missed for m in claims):
-        return False
+    for n, credited in enumerate(scored):
+        ev = evidence[n]
+        if credited:
+            if not ev.named:
+                return False  # the point said must be said of what it is about, not met in passing
+            continue
+        if not (rubric[n].get("subject") or rubric[n].get("topic")):
+            return False  # silence about a point can be told only by the words that name it
+        if ev.named or ev.said or ev.unbound or ev.negated or ev.opposite:
+            return False
+        if any(m.item == n for m in claims):
+            return False
     if ANALOGY.search(t.folded) or HEDGE.search(t.folded):
         return False
     return all(any(s.start <= a and b <= s.end for s in spans) for a, b in found_negations)
