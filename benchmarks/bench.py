@@ -391,7 +391,10 @@ def run_grade(subs: Path, out: Path, assignment: Path, jobs: int, sandbox: str,
     load_before = loadavg()
     with open(log, "w") as logf:
         t0, t0_epoch = time.perf_counter(), time.time()
-        proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, cwd=REPO, env=env)
+        # Not from the repository: `python -m` puts the current folder first on the path,
+        # where REPO's grader/ would shadow the tree that PYTHONPATH names (a snapshot,
+        # or --compare's other tree).
+        proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, cwd=out.parent, env=env)
         sampler = TreeSampler(proc.pid, pss=pss).start()
         _, status, rusage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
@@ -495,7 +498,7 @@ def time_check(sub: dict[str, Any], assignment: Path, dev_assignment: Path, sand
 
     chosen = None
     for a in dict.fromkeys([assignment, dev_assignment]):
-        probe = subprocess.run(cmd_for(a), capture_output=True, text=True, cwd=REPO, check=False)
+        probe = subprocess.run(cmd_for(a), capture_output=True, text=True, cwd=out, check=False)
         if probe.returncode in (0, 1):
             chosen = a
             break
@@ -514,14 +517,14 @@ def time_check(sub: dict[str, Any], assignment: Path, dev_assignment: Path, sand
         line = " ".join(_shq(c) for c in cmd)
         done = subprocess.run(["hyperfine", "--runs", str(runs), "--warmup", "1", "-i", "-N",
                                "--export-json", str(export), line],
-                              capture_output=True, text=True, cwd=REPO, check=False)
+                              capture_output=True, text=True, cwd=out, check=False)
         if done.returncode == 0:
             times = json.loads(export.read_text())["results"][0]["times"]
             result["tool"] = "hyperfine"
     if not times:
         for _ in range(runs):
             t0 = time.perf_counter()
-            subprocess.run(cmd, capture_output=True, cwd=REPO, check=False)
+            subprocess.run(cmd, capture_output=True, cwd=out, check=False)
             times.append(time.perf_counter() - t0)
         result["tool"] = "subprocess"
     result["times_s"] = times
