@@ -27,7 +27,8 @@ import pytest
 from conftest import ATTENTION, ROOT
 
 from grader import assignment
-from grader.batch.pipeline import Grading, ungradable
+from grader.batch.pipeline import Grading
+from grader.batch.prepare import ungradable
 from grader.batch.run import up_to_date
 from grader.config import RunConfig
 from grader.errors import (
@@ -469,6 +470,65 @@ def test_a_killed_worker_costs_a_not_gradable_result_graded_again_next_run(tmp_p
     assert all(r["gradable"] and r["score"] == r["max_score"] for r in final.values())
     kept = [s for s in first if s not in not_gradable]
     assert all(final[s]["provenance"] == first[s]["provenance"] for s in kept), "regraded, not kept"
+
+
+@pytest.mark.slow
+def test_two_workers_share_one_zygote_and_a_replaced_worker_starts_its_own(tmp_path) -> None:
+    """`--jobs 2` boots torch in one zygote for both workers (start-up and memory); a
+    worker killed mid-batch is replaced by one with a zygote of its own, and the other
+    worker keeps grading on the shared one."""
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    for i in range(8):
+        (subs / f"s{i}").mkdir(parents=True)
+        (subs / f"s{i}" / "solution.py").write_text(SLOW_HONEST)
+    args = ["grade", str(subs), "--assignment", str(TINY / "assignment.yaml"), "--out", str(out),
+            "--jobs", "2", "--quiet"]
+    proc = _grader(*args)
+    most, killed, deadline = 0, 0, time.monotonic() + 300
+    while proc.poll() is None and time.monotonic() < deadline:
+        forked = {p for p in _tree(proc.pid)[1:] if _is_zygote(p)}
+        zygotes = [p for p in forked if _parent(p) not in forked]
+        if not killed:
+            most = max(most, len(zygotes))
+            if len(list(out.glob("*/result.json"))) >= 2:
+                killed = _kill_below(proc.pid, "workers.main")
+        time.sleep(0.02)
+    _, err = proc.communicate(timeout=max(deadline - time.monotonic(), 1))
+    assert proc.returncode == 0, err[-3000:]
+    assert most == 1, f"{most} zygotes before a worker was killed"
+    assert killed, "no worker was found to kill"
+    results = _results(out)
+    assert len(results) == 8
+    assert all(r["score"] == r["max_score"] for r in results.values() if r["gradable"])
+    assert sum(r["gradable"] for r in results.values()) >= 6  # at most one per killed worker
+
+
+@pytest.mark.parametrize(("cores", "waiting"), [(1, [False, True]), (2, [False, True, True]),
+                                               (8, [False, False, False, False])])
+def test_one_fewer_worker_than_cores_boots_at_once(monkeypatch, cores: int, waiting: list[bool]) -> None:
+    from grader.batch import workers
+
+    monkeypatch.setattr(os, "cpu_count", lambda: cores)
+    starts = workers._starts([None] * len(waiting), None)
+    assert [s.after is starts[0].started for s in starts] == waiting
+    starts[0].release()  # a first thread that ends without a worker lets the others start
+    assert all(s.after is None or s.after.is_set() for s in starts)
+
+
+def _parent(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _is_zygote(pid: int) -> bool:
+    """The zygote's interpreter, or a child forked from it (not bubblewrap around it)."""
+    try:
+        exe = os.path.basename(os.readlink(f"/proc/{pid}/exe"))
+    except OSError:
+        return False
+    return exe.startswith("python") and "zygote.main" in _cmdline(pid)
 
 
 # ---------------------------------------------------------------- a full disk

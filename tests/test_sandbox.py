@@ -513,3 +513,42 @@ def test_grader_check_works_without_bwrap(tmp_path: Path, monkeypatch: pytest.Mo
     assert result.exit_code == 0, result.output
     report = (work / "report.html").read_text()
     assert "sandbox process" in report
+
+
+# ---------------------------------------------------------------- one zygote, many workers
+
+
+def _gone(child: sandbox.Child) -> bool:
+    try:
+        call(child, "f", timeout=1)
+    except (EOFError, OSError):
+        return True
+    return False
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_shared_zygote_serves_each_connection_its_own_children(mode: str) -> None:
+    """`grader grade` boots one zygote for all its workers (`launch_shared`): each worker's
+    sandbox forks and kills only its own children, one closing leaves the others working,
+    and the zygote ends when the last is closed."""
+    owner = Sandbox(Isolation(mode), LIMITS)
+    first, second = (Sandbox(Isolation(mode), LIMITS, spare=False) for _ in range(2))
+    try:
+        for sb, connection in zip((first, second), owner.launch_shared(2)):
+            sb.attach(connection, owner.resolve_level())
+        a, b = first.spawn(), second.spawn()
+        assert load(a, "def f():\n    return 'a'\n")["ok"] and load(b, "def f():\n    return 'b'\n")["ok"]
+        assert second.kill(a.pid) == (0, 0.0)  # not its child: nothing is done to it
+        assert call(a, "f") == "a"
+        first.stop()  # closes its connection: the zygote kills its children
+        assert eventually(lambda: _gone(a))
+        assert call(b, "f") == "b"
+        out, _ = run(second, "def f():\n    return 'again'\n")
+        assert out == "again"
+        assert owner._proc is not None and owner._proc.poll() is None
+        b.close()
+        second.stop()
+        assert eventually(lambda: owner._proc is not None and owner._proc.poll() is not None, within_s=10)
+    finally:
+        for sb in (first, second, owner):
+            sb.stop()

@@ -19,16 +19,18 @@ import json
 import os
 import threading
 from collections.abc import Iterator, Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from grader.assignment import Assignment
-from grader.batch.pipeline import Grading, ungradable
-from grader.batch.prepare import load_assignment, sandbox_for
+from grader.batch.prepare import load_assignment, sandbox_for, ungradable
 from grader.batch.workers import submission_doc, submission_from
 from grader.config import RunConfig
 from grader.errors import UsageError, from_doc, one_line, stops_the_batch, to_doc
 from grader.intake.discover import Submission
 from grader.results import SubmissionResult
+
+if TYPE_CHECKING:
+    from grader.batch.pipeline import Grading
 
 _STATE: dict[str, Any] = {}
 _LOCK = threading.Lock()
@@ -77,11 +79,13 @@ def grade_on_worker(config: str, sub_doc: dict[str, Any]) -> str:
         return json.dumps({"result": result.to_json_dict()})
 
 
-def _warm(key: str) -> Grading:
+def _warm(key: str) -> "Grading":
     """This Dask worker's `Grading` for the config `key` (JSON), kept warm: the same
     config is the same text (`RunConfig.to_json` sorts its keys)."""
     if _STATE.get("key") != key:
         import torch
+
+        from grader.batch.pipeline import Grading  # torch and pytest: on the worker only
 
         os.environ.setdefault("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")  # a plugin is not ours to run
         torch.set_num_threads(1)
@@ -100,4 +104,4 @@ def _warm(key: str) -> Grading:
             sandbox.stop()
             raise
         _STATE.update(key=key, grading=grading)
-    return cast(Grading, _STATE["grading"])
+    return cast("Grading", _STATE["grading"])

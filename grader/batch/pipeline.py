@@ -23,19 +23,16 @@ from grader import __version__
 from grader.answers.grade import score_questions
 from grader.answers.submitted import load_answers
 from grader.assignment import Assignment, yaml_problem
+from grader.batch.prepare import ATTEMPTS
 from grader.config import RunConfig
 from grader.environment import Environment, cell_notice, import_notices
 from grader.errors import AssignmentError, GraderError, SandboxFailure, one_line
 from grader.intake.discover import Submission
 from grader.intake.load import LoadedSubmission, read_submission
 from grader.results import (
-    ExerciseResult,
     LoadReport,
-    Outcome,
     Provenance,
-    Status,
     SubmissionResult,
-    TestResult,
 )
 from grader.sandbox.host import Sandbox
 from grader.score import exercise_results, totals
@@ -53,7 +50,7 @@ class Grading:
     record the submission as not gradable). A zygote found dead between two gradings
     is replaced before the next one."""
 
-    ATTEMPTS = 2
+    ATTEMPTS = ATTEMPTS
 
     def __init__(self, assignment: Assignment, sandbox: Sandbox, config: RunConfig) -> None:
         self.assignment, self.sandbox, self.config = assignment, sandbox, config
@@ -204,18 +201,3 @@ def provenance(assignment: Assignment, sub: Submission, sandbox: Sandbox,
         graded_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         duration_s=round(duration_s, 3), isolation=sandbox.describe(), cpu_s=round(cpu_s, 3),
     )
-
-
-def ungradable(sub: Submission, assignment: Assignment, why: str) -> SubmissionResult:
-    """A result saying the *grader* failed on this submission: not a zero for the student."""
-    message = f"the grader failed on this submission ({why}); it is not your fault, ask your instructor"
-    exercises = tuple(
-        ExerciseResult(id=ex.id, title=ex.title, score=0.0, max_score=ex.max_score,
-                       status=Status.ERROR, message=message,
-                       tests=(TestResult(name="grading", score=0.0, max_score=ex.max_score,
-                                         passed=False, message=message, outcome=Outcome.ERROR),))
-        for ex in assignment.exercises
-    )
-    return SubmissionResult(student=sub.id, assignment=assignment.id, score=0.0,
-                            max_score=assignment.max_score, exercises=exercises,
-                            load=LoadReport(kind="none", notices=(message,)), gradable=False)

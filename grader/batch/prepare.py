@@ -2,7 +2,10 @@
 assignment as it grades (its exercises, its limits) and a sandbox for it.
 
 No torch here (`grader check` starts the sandbox's zygote first, which imports torch
-while the check does the same), so the grading pipeline is not imported either.
+while the check does the same; the batch parent never imports it), so the grading
+pipeline is not imported either. What the parent needs of it is here too: how often a
+grading the sandbox failed is tried (`ATTEMPTS`), and the result of one that could not
+be graded (`ungradable`).
 """
 
 from __future__ import annotations
@@ -13,7 +16,12 @@ from grader import assignment as assignment_mod
 from grader.assignment import Assignment
 from grader.config import RunConfig
 from grader.errors import UsageError
+from grader.intake.discover import Submission
+from grader.results import ExerciseResult, LoadReport, Outcome, Status, SubmissionResult, TestResult
 from grader.sandbox.host import Isolation, Sandbox
+
+ATTEMPTS = 2
+"""A grading the sandbox failed is done again once, in a fresh sandbox (`pipeline.Grading`)."""
 
 
 def load_assignment(config: RunConfig) -> Assignment:
@@ -42,3 +50,18 @@ def sandbox_for(a: Assignment, config: RunConfig, *, prewarm: bool = True,
     never shows `a`'s folder (its hidden tests) to the student's code."""
     return Sandbox(Isolation(config.isolation), a.limits, prewarm=prewarm, spare=spare,
                    hidden=(a.root,))
+
+
+def ungradable(sub: Submission, assignment: Assignment, why: str) -> SubmissionResult:
+    """A result saying the *grader* failed on this submission: not a zero for the student."""
+    message = f"the grader failed on this submission ({why}); it is not your fault, ask your instructor"
+    exercises = tuple(
+        ExerciseResult(id=ex.id, title=ex.title, score=0.0, max_score=ex.max_score,
+                       status=Status.ERROR, message=message,
+                       tests=(TestResult(name="grading", score=0.0, max_score=ex.max_score,
+                                         passed=False, message=message, outcome=Outcome.ERROR),))
+        for ex in assignment.exercises
+    )
+    return SubmissionResult(student=sub.id, assignment=assignment.id, score=0.0,
+                            max_score=assignment.max_score, exercises=exercises,
+                            load=LoadReport(kind="none", notices=(message,)), gradable=False)

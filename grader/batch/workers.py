@@ -21,27 +21,31 @@ import gc
 import json
 import os
 import queue
+import socket
 import subprocess
 import threading
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from grader.assignment import Assignment
-from grader.batch.pipeline import Grading, ungradable
-from grader.batch.prepare import load_assignment, sandbox_for
+from grader.batch.prepare import ATTEMPTS, load_assignment, sandbox_for, ungradable
 from grader.config import RunConfig
 from grader.errors import GraderError, InternalError, from_doc, one_line, stops_the_batch, to_doc
 from grader.intake.discover import Submission
 from grader.limits import Limits
 from grader.results import SubmissionResult
 from grader.sandbox import interpreter
+from grader.sandbox.launch import Isolation
+
+if TYPE_CHECKING:
+    from grader.batch.pipeline import Grading
 
 # The collector is off while torch, pytest and the tests are imported (~0.1-0.2 s of
 # CPU walking the growing heap, for almost no garbage); `main` freezes what is loaded and
 # turns it back on before the first submission.
-_BOOT = "import gc; gc.disable(); from grader.batch import workers; workers.main()"
+_BOOT = "import gc; gc.disable(); from grader.batch import workers; workers.main(sys.argv[2:])"
 
 
 def submission_doc(sub: Submission) -> dict[str, Any]:
@@ -55,8 +59,11 @@ def submission_from(doc: dict[str, Any]) -> Submission:
 
 
 class Worker:
-    def __init__(self, config: str) -> None:
-        """`config`: the `RunConfig` as JSON, the first line the worker reads."""
+    def __init__(self, config: str, zygote: socket.socket | None = None,
+                 level: Isolation | None = None) -> None:
+        """`config`: the `RunConfig` as JSON, the first line the worker reads; `zygote`:
+        its connection to a zygote the batch shares (`Sandbox.launch_shared`), at
+        isolation `level`; without one the worker starts a zygote of its own."""
         env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "OMP_NUM_THREADS": "1"}
         # -I: no PYTHON* variables, no user site, and no current folder on sys.path, so
         # a `grader/` folder where the command runs (a student's pull request) can never
@@ -64,10 +71,14 @@ class Worker:
         # (less the current folder) are put on the path.
         path = [str(interpreter.PACKAGE.parent),
                 *(p for p in interpreter.import_path() if p != os.getcwd())]
+        shared = [str(zygote.fileno()), level.value] if zygote is not None and level is not None else []
         self.proc = subprocess.Popen(
-            interpreter.boot_argv(_BOOT, path), stdin=subprocess.PIPE,
+            interpreter.boot_argv(_BOOT, path, *shared), stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, env=env, text=True, bufsize=1,
+            pass_fds=[zygote.fileno()] if shared and zygote is not None else (),
         )
+        if zygote is not None:
+            zygote.close()  # the worker holds it now: the zygote sees it close when the worker ends
         self._send(config)
         self.ready = self._read(timeout_s=300.0)
 
@@ -111,15 +122,23 @@ class Worker:
 def grade_all(subs: Sequence[Submission], assignment: Assignment, config: RunConfig,
               jobs: int) -> Iterator[SubmissionResult]:
     """Yield each submission's result as soon as it is graded (in completion order).
-    The workers load `assignment` themselves, as `config` says (`load_assignment`)."""
+    The workers load `assignment` themselves, as `config` says (`load_assignment`), and
+    share one zygote, started here (`Sandbox.launch_shared`)."""
     init = config.with_assignment(assignment.path).to_json()
     todo: queue.Queue[Submission | None] = queue.Queue()
     for s in subs:
         todo.put(s)
     done: queue.Queue[SubmissionResult | BaseException] = queue.Queue()
     timeout_s = submission_timeout_s(config.limits_for(assignment.limits))
-    threads = [threading.Thread(target=_drive, args=(init, todo, done, assignment, timeout_s),
-                                daemon=True) for _ in range(max(1, min(jobs, len(subs))))]
+    n = max(1, min(jobs, len(subs)))
+    zygote = sandbox_for(assignment, config)
+    try:
+        connections: list[socket.socket | None] = list(zygote.launch_shared(n))
+    except GraderError:  # no sandbox here: each worker meets it and says so
+        connections = [None] * n
+    starts = _starts(connections, zygote.level)
+    threads = [threading.Thread(target=_drive, args=(init, todo, done, assignment, timeout_s, start),
+                                daemon=True) for start in starts]
     for t in threads:
         todo.put(None)
         t.start()
@@ -131,12 +150,55 @@ def grade_all(subs: Sequence[Submission], assignment: Assignment, config: RunCon
             yield item
     finally:  # stopped early (an error, a failed write): the workers take no more
         _drain(todo, len(threads))
+        for t in threads:
+            t.join(timeout=60)
+        zygote.stop()
+
+
+@dataclass
+class _Start:
+    """How a pool thread starts its first worker: on its connection to the shared zygote,
+    once `after` is set. A replacement worker (after a crash) starts a zygote of its own."""
+
+    zygote: socket.socket | None
+    level: Isolation | None
+    after: threading.Event | None = None
+    started: threading.Event = field(default_factory=threading.Event)
+    """Set once this thread's first worker is ready, or will never be started."""
+
+    def worker(self, init: str) -> Worker:
+        if self.after is not None:
+            self.after.wait()
+        zygote, self.zygote = self.zygote, None
+        try:
+            return Worker(init, zygote, self.level)
+        finally:
+            self.started.set()
+
+    def release(self) -> None:
+        """The thread ends: a connection it never used is closed, and nobody waits for it."""
+        if self.zygote is not None:
+            self.zygote.close()
+            self.zygote = None
+        self.started.set()
+
+
+def _starts(connections: Sequence[socket.socket | None], level: Isolation | None) -> list[_Start]:
+    """One start per pool thread. Booting a worker (torch, pytest, the tests: seconds of
+    CPU) next to the zygote's boot on every core would delay the first result for all;
+    so one fewer worker than cores starts at once (at least one), the rest once the
+    first is ready, while it grades."""
+    starts = [_Start(c, level) for c in connections]
+    at_once = max(1, (os.cpu_count() or 1) - 1)
+    for start in starts[at_once:]:
+        start.after = starts[0].started
+    return starts
 
 
 def submission_timeout_s(limits: Limits) -> float:
     """How long a worker may take on one submission before it counts as hung: a grading
-    the sandbox failed is done again once (`Grading.ATTEMPTS`), with a restart."""
-    return Grading.ATTEMPTS * (limits.per_submission_s + limits.load_s * 2) + 120
+    the sandbox failed is done again once (`prepare.ATTEMPTS`), with a restart."""
+    return ATTEMPTS * (limits.per_submission_s + limits.load_s * 2) + 120
 
 
 def _drain(todo: "queue.Queue[Submission | None]", drivers: int) -> None:
@@ -151,22 +213,24 @@ def _drain(todo: "queue.Queue[Submission | None]", drivers: int) -> None:
 
 def _drive(init: str, todo: "queue.Queue[Submission | None]",
            done: "queue.Queue[SubmissionResult | BaseException]", assignment: Assignment,
-           timeout_s: float) -> None:
+           timeout_s: float, start: _Start) -> None:
     """One worker's loop, in a thread of the pool. Whatever goes wrong here reaches the
     pool as an error: a thread that died silently would leave the batch waiting."""
     try:
-        _drive_worker(init, todo, done, assignment, timeout_s)
+        _drive_worker(init, todo, done, assignment, timeout_s, start)
     except Exception as exc:  # a bug of ours in the pool itself
         done.put(InternalError(one_line(f"a grading worker's driver failed: {type(exc).__name__}: {exc}")))
+    finally:
+        start.release()
 
 
 def _drive_worker(init: str, todo: "queue.Queue[Submission | None]",
                   done: "queue.Queue[SubmissionResult | BaseException]", assignment: Assignment,
-                  timeout_s: float) -> None:
+                  timeout_s: float, start: _Start) -> None:
     worker: Worker | None = None
     while (sub := todo.get()) is not None:
         if worker is None:
-            worker = Worker(init)
+            worker = start.worker(init)
             if worker.ready is None or "fault" in worker.ready:
                 done.put(_start_failure(worker.ready))
                 worker.kill()
@@ -202,8 +266,9 @@ def _reason(error: GraderError) -> str:
     return one_line(f"{type(error).__name__}: {error}")
 
 
-def main() -> None:
-    """Worker process: read tasks on stdin, answer on a private copy of stdout."""
+def main(shared: Sequence[str] = ()) -> None:
+    """Worker process: read tasks on stdin, answer on a private copy of stdout.
+    `shared`: the fd and isolation level of a zygote the batch shares, if any."""
     out = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # anything else printed here goes to stderr, not into the protocol
     # Private too: the test session's capture puts its own object on sys.stdin.
@@ -215,8 +280,13 @@ def main() -> None:
         config = RunConfig.from_json(inp.readline())
         a = load_assignment(config)
         sandbox = sandbox_for(a, config)
-        sandbox.launch()  # the zygote imports torch while this process does the same
+        if shared:
+            sandbox.attach(socket.socket(fileno=int(shared[0])), Isolation(shared[1]))
+        else:
+            sandbox.launch()  # the zygote imports torch while this process does the same
         _warm_imports()
+        from grader.batch.pipeline import Grading  # torch and pytest: in the worker, never the pool
+
         grading = Grading(a, sandbox, config)  # collects the tests
         sandbox.ready_or_restart()
     except Exception as exc:
@@ -256,7 +326,7 @@ def _warm_imports() -> None:
     torch.set_num_threads(1)
 
 
-def _grade_line(line: str, grading: Grading) -> dict[str, Any]:
+def _grade_line(line: str, grading: "Grading") -> dict[str, Any]:
     """One submission's answer: {"result": ...}, or {"fault": {"class", "message"}} for an
     error of the grader's (the parent rebuilds it: `errors.from_doc`)."""
     sub = submission_from(json.loads(line)["submission"])

@@ -111,15 +111,27 @@ class Sandbox:
     def launch(self) -> None:
         """Start the zygote without waiting for it (it imports torch: ~2 s), so the
         caller can do its own imports meanwhile; `wait_ready` (or `spawn`) waits."""
+        self.attach(self.launch_shared(1)[0], self.resolve_level())
+
+    def launch_shared(self, n: int) -> list[socket.socket]:
+        """Start a zygote that serves `n` connections, one per grading worker, and
+        return them, for each worker's sandbox to `attach`: a batch boots torch once.
+        This object keeps only the process; `stop` waits for it once all are closed."""
         level = self.resolve_level()
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        argv = zygote_argv(level, theirs.fileno(), self.limits, self.prewarm, self.hidden)
-        self._proc = subprocess.Popen(
-            argv, pass_fds=[theirs.fileno()], env=clean_env(level),
-            stdin=subprocess.DEVNULL, cwd="/",
-        )
-        theirs.close()
-        self._control = ours
+        pairs = [socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM) for _ in range(n)]
+        fds = [theirs.fileno() for _ours, theirs in pairs]
+        argv = zygote_argv(level, fds, self.limits, self.prewarm, self.hidden)
+        self._proc = subprocess.Popen(argv, pass_fds=fds, env=clean_env(level),
+                                      stdin=subprocess.DEVNULL, cwd="/")
+        for _ours, theirs in pairs:
+            theirs.close()
+        self.level = level
+        return [ours for ours, _theirs in pairs]
+
+    def attach(self, control: socket.socket, level: Isolation) -> None:
+        """Use a zygote's connection (see `launch_shared`). Its hello is read by
+        `wait_ready`; a `restart` starts a zygote of this sandbox's own."""
+        self._control = control
         self.level = level
         self._ready = False
         self._lost = ""

@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -53,15 +54,17 @@ def _tmp_size_bytes(limits: Limits) -> int:
     return max(64, 4 * limits.file_size_mb) * 1024 * 1024
 
 
-def zygote_argv(level: Isolation, fd: int, limits: Limits = Limits(),
+def zygote_argv(level: Isolation, fd: int | Sequence[int], limits: Limits = Limits(),
                  prewarm: bool = True, hidden: tuple[Path, ...] = ()) -> list[str]:
+    """`fd`: the zygote's control socket, or one per grading worker that shares it."""
+    fds = ",".join(map(str, [fd] if isinstance(fd, int) else fd))
     ro_paths = readonly_paths(hidden)
     path = _sandbox_import_path(ro_paths)
     if level is Isolation.PROCESS:
         config = ZygoteConfig("process", private_root=True, prewarm=prewarm,
                               ro_paths=tuple(ro_paths), devices=tuple(gpu_device_nodes()))
         return interpreter.boot_argv(_BOOT, [str(_GRADER_PKG.parent), *path],
-                                     str(fd), json.dumps(config.to_doc()))
+                                     fds, json.dumps(config.to_doc()))
     argv = ["bwrap", *_bwrap_namespace_args(),
             "--hostname", "sandbox", "--proc", "/proc", "--dev", "/dev",
             "--size", str(_tmp_size_bytes(limits)), "--tmpfs", "/tmp"]
@@ -81,7 +84,7 @@ def zygote_argv(level: Isolation, fd: int, limits: Limits = Limits(),
     argv += ["--perms", "0755", "--dir", "/opt/grader",
              "--ro-bind", str(_GRADER_PKG), "/opt/grader/grader", "--chdir", "/tmp"]
     config = ZygoteConfig("bwrap", private_root=False, prewarm=prewarm)
-    return argv + interpreter.boot_argv(_BOOT, ["/opt/grader", *path], str(fd),
+    return argv + interpreter.boot_argv(_BOOT, ["/opt/grader", *path], fds,
                                         json.dumps(config.to_doc()))
 
 
@@ -112,8 +115,10 @@ def _outermost(paths: list[str]) -> list[str]:
 # The collector is off while torch, sympy and IPython are imported (it would walk the
 # growing heap dozens of times, ~0.4 s of CPU, to free almost nothing); `zygote.main`
 # freezes what is loaded and turns it back on before the first child is forked.
-_BOOT = ("import gc; gc.disable(); from grader.sandbox.inside import zygote; "
-         "zygote.main(int(sys.argv[2]), json.loads(sys.argv[3]))")
+# The reaper is forked first, while the process is small (`inside.reaper`).
+_BOOT = ("import gc; gc.disable(); from grader.sandbox.inside import reaper; reaper.start(); "
+         "from grader.sandbox.inside import zygote; "
+         "zygote.main(sys.argv[2], json.loads(sys.argv[3]))")
 
 
 def clean_env(level: Isolation) -> dict[str, str]:

@@ -34,11 +34,11 @@ Each child, before any student code runs (`grader.sandbox.inside.spawn`):
    `child.run` on its protocol socket, always fd 3 (stdin is /dev/null; stdout and
    stderr go to the output socket).
 
-Control protocol on the inherited Unix socket (`protocol`, framed by `frames`): first a
-`Hello` (with `WIRE_VERSION`; with an `error` and an exit when the config's version is
-not ours), then
+Control protocol on each inherited Unix socket (`protocol`, framed by `frames`; one
+socket per grading worker when a batch shares this zygote): first a `Hello` (with
+`WIRE_VERSION`; with an `error` and an exit when the config's version is not ours), then
     `Fork` + 2 fds (protocol, output) -> `Forked`
-    `Kill`                            -> `Killed`
+    `Kill`                            -> `Killed` (a connection kills only its own children)
     anything else                     -> `ControlError`
 """
 
@@ -49,6 +49,7 @@ import json
 import os
 import random
 import resource
+import selectors
 import shutil
 import signal
 import socket
@@ -61,7 +62,7 @@ import IPython.core.interactiveshell  # noqa: F401
 import torch  # noqa: F401  (imported once here so every child starts warm)
 
 from grader.sandbox import protocol, wire
-from grader.sandbox.inside import child
+from grader.sandbox.inside import child, reaper
 from grader.sandbox.inside.isolation import LINUX, PR_SET_CHILD_SUBREAPER, prctl
 from grader.sandbox.inside.spawn import fork_child
 from grader.sandbox.protocol import ZygoteConfig
@@ -88,13 +89,20 @@ UID_MIN = 1_900_000_000
 UID_MAX = 2_000_000_000
 
 
-def main(control_fd: int, config: dict[str, Any] | None = None) -> None:
+Children = dict[int, tuple[str, int | None, int | None]]
+"""A connection's children: pid -> (workdir, uid, pid-1 process of its namespace)."""
+
+
+def main(control_fds: int | str, config: dict[str, Any] | None = None) -> None:
+    """Serve forks on each control socket (`control_fds`: one fd, or several as "5,6,7":
+    a zygote shared by a batch's workers) until every one is closed."""
     cfg = ZygoteConfig.from_doc(config or {})
+    controls = [socket.socket(fileno=int(fd)) for fd in str(control_fds).split(",")]
     try:
         protocol.check_version(cfg.version, "its sandbox's config")
     except protocol.VersionMismatch as exc:  # say so in the hello, then leave
-        _reply(socket.socket(fileno=control_fd),
-               protocol.Hello(os.getpid(), "none", error=str(exc)).to_doc())
+        for control in controls:
+            _reply(control, protocol.Hello(os.getpid(), "none", error=str(exc)).to_doc())
         os._exit(2)
     if cfg.prewarm:
         _prewarm()
@@ -104,7 +112,6 @@ def main(control_fd: int, config: dict[str, Any] | None = None) -> None:
     # starts with an enabled collector that only tracks its own objects.
     gc.freeze()
     gc.enable()
-    control = socket.socket(fileno=control_fd)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     # What a child leaves behind when it is killed (the pid-1 process of its namespace,
     # orphans) is re-parented here and reaped, instead of piling up as zombies under an
@@ -115,55 +122,75 @@ def main(control_fd: int, config: dict[str, Any] | None = None) -> None:
     # Children that become their own uid before creating their workdir need to write
     # here; sticky and not listable, so none can see or remove another's.
     os.chmod(tmp_root, 0o1733 if strategy in ("setuid-userns",) else 0o711)
-    children: dict[int, tuple[str, int | None, int | None]] = {}
-    # False: the sandbox was stopped before this was ready; nobody to serve.
-    serving = _reply(control, protocol.Hello(os.getpid(), strategy).to_doc())
-    while serving:
-        try:
-            msg, fds, _flags, _addr = socket.recv_fds(control, 1 << 16, 2)
-        except (EOFError, ConnectionError):
-            break
-        if not msg:
-            break
-        request = _parse(msg)
-        _reap_orphans(children)
-        if isinstance(request, protocol.Fork) and len(fds) == 2:
-            workdir = os.path.join(tmp_root, "s-" + os.urandom(6).hex())
-            uid = _fresh_uid() if strategy in ("root-private", "setuid-userns") else None
-            pid, inner = fork_child(fds[0], fds[1], request.limits, workdir, uid, strategy, cfg)
-            children[pid] = (workdir, uid, inner)
-            for fd in fds:
-                os.close(fd)
-            if not _reply(control, protocol.Forked(pid).to_doc()):
-                break
-        elif isinstance(request, protocol.Kill):
-            pid = request.pid
-            workdir, uid, inner = children.pop(pid, ("", None, None))
-            cpu_before = _children_cpu()
-            status = _kill(pid, _exited.pop(pid, None), inner)
-            if uid is not None:
-                _reap_uid(uid, workdir)
-            if workdir:
-                shutil.rmtree(workdir, ignore_errors=True)
-            _reap_orphans(children)
-            killed = protocol.Killed(status, round(_children_cpu() - cpu_before, 4))
-            if not _reply(control, killed.to_doc()):
-                break
-        else:
-            for fd in fds:
-                os.close(fd)
-            if not _reply(control, protocol.ControlError("bad request").to_doc()):
-                break
-    for pid, (workdir, uid, inner) in children.items():
-        _kill(pid, _exited.pop(pid, None), inner)
-        if uid is not None:
-            _reap_uid(uid, workdir)
+    hello = protocol.Hello(os.getpid(), strategy).to_doc()
+    # A connection whose hello cannot be sent was closed before this was ready: nobody to serve.
+    served: dict[socket.socket, Children] = {c: {} for c in controls if _reply(c, hello)}
+    for control in controls:
+        if control not in served:
+            control.close()
+    ready = selectors.DefaultSelector()
+    for control in served:
+        ready.register(control, selectors.EVENT_READ, control)
+    while served:
+        for key, _events in ready.select():
+            control = key.data
+            if not _serve_one(control, served, strategy, cfg, tmp_root):
+                ready.unregister(control)
+                _kill_all(served.pop(control))
+                control.close()
     _reap_orphans({}, wait_s=1.0)
     shutil.rmtree(tmp_root, ignore_errors=True)
     # Skip the interpreter's teardown of torch (seconds): nothing is left to flush.
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
+
+
+def _serve_one(control: socket.socket, served: dict[socket.socket, Children], strategy: str,
+               cfg: ZygoteConfig, tmp_root: str) -> bool:
+    """Answer one request on `control`; False when that connection is done (closed, or
+    its sandbox gone). A connection forks, and kills, only children of its own."""
+    children = served[control]
+    try:
+        msg, fds, _flags, _addr = socket.recv_fds(control, 1 << 16, 2)
+    except (EOFError, ConnectionError):
+        return False
+    if not msg:
+        return False
+    request = _parse(msg)
+    _reap_orphans({pid: v for ch in served.values() for pid, v in ch.items()})
+    if isinstance(request, protocol.Fork) and len(fds) == 2:
+        workdir = os.path.join(tmp_root, "s-" + os.urandom(6).hex())
+        uid = _fresh_uid() if strategy in ("root-private", "setuid-userns") else None
+        pid, inner = fork_child(fds[0], fds[1], request.limits, workdir, uid, strategy, cfg)
+        children[pid] = (workdir, uid, inner)
+        for fd in fds:
+            os.close(fd)
+        return _reply(control, protocol.Forked(pid).to_doc())
+    if isinstance(request, protocol.Kill):
+        cpu_before = _children_cpu()
+        status = _kill_one(request.pid, children.pop(request.pid)) if request.pid in children else 0
+        _reap_orphans({pid: v for ch in served.values() for pid, v in ch.items()})
+        return _reply(control, protocol.Killed(status, round(_children_cpu() - cpu_before, 4)).to_doc())
+    for fd in fds:
+        os.close(fd)
+    return _reply(control, protocol.ControlError("bad request").to_doc())
+
+
+def _kill_one(pid: int, child: tuple[str, int | None, int | None]) -> int:
+    """Kill one child with all it started and remove its workdir; its exit status."""
+    workdir, uid, inner = child
+    status = _kill(pid, _exited.pop(pid, None), inner)
+    if uid is not None:
+        reaper.reap(uid, workdir)
+    if workdir:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return status
+
+
+def _kill_all(children: Children) -> None:
+    for pid, what in children.items():
+        _kill_one(pid, what)
 
 
 def _reply(control: socket.socket, doc: dict[str, Any]) -> bool:
@@ -285,35 +312,5 @@ def _kill(pid: int, status: int | None = None, inner: int | None = None) -> int:
     return 128 - code if code < 0 else code
 
 
-def _reap_uid(uid: int, workdir: str) -> None:
-    """Kill every process of a child's own uid, then remove its workdir, as that uid.
-
-    kill(-1) from a process of uid U reaches exactly the processes of uid U (nothing
-    else runs as U), wherever they hid: a new session, a daemonized grandchild. Run
-    from a short-lived fork of the zygote, which keeps its own privileges.
-    """
-    pid = os.fork()
-    if pid == 0:
-        code = 0
-        try:
-            os.setgroups([])
-            os.setgid(uid)
-            os.setuid(uid)
-            for _ in range(3):
-                try:
-                    os.kill(-1, signal.SIGKILL)
-                except ProcessLookupError:
-                    break
-            if workdir and os.path.isdir(workdir):
-                shutil.rmtree(workdir, ignore_errors=True)
-        except BaseException:
-            code = 1
-        os._exit(code)
-    try:
-        os.waitpid(pid, 0)
-    except ChildProcessError:
-        pass
-
-
 if __name__ == "__main__":
-    main(int(sys.argv[1]), json.loads(sys.argv[2]) if len(sys.argv) > 2 else None)
+    main(sys.argv[1], json.loads(sys.argv[2]) if len(sys.argv) > 2 else None)
