@@ -37,16 +37,6 @@ class ExitCode(enum.IntEnum):
     USAGE = 64
 
 
-def _device(choice: str) -> str:
-    import torch
-
-    if choice == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if choice == "cuda" and not torch.cuda.is_available():
-        raise UsageError("--device cuda was asked for, but torch sees no CUDA device here")
-    return choice
-
-
 def _fail(exc: GraderError) -> None:
     click.secho(f"grader: {one_line(str(exc))}", fg="red", err=True)
     sys.exit(ExitCode.USAGE if isinstance(exc, UsageError) else ExitCode.GRADER_ERROR)
@@ -94,6 +84,7 @@ def grade(submissions: Path, assignment_arg: str | None, out: Path, jobs: int | 
           scheduler: str | None, fail_under: float | None, similarity: bool = False) -> None:
     """Grade every submission under SUBMISSIONS (or SUBMISSIONS itself) into --out."""
     from grader.batch import run as batch
+    from grader.batch.prepare import resolve_device
     from grader.environment import require_installed
     from grader.intake.discover import discover
     from grader.report import writers
@@ -107,7 +98,7 @@ def grade(submissions: Path, assignment_arg: str | None, out: Path, jobs: int | 
                               env=dict(os.environ), cwd=Path.cwd(),
                               submissions={s.id: s for s in subs})
         hook = _StudentHook(chosen, ctx)
-        config = RunConfig(assignment=a.path, isolation=sandbox, device=_device(device), seed=seed)
+        config = RunConfig(assignment=a.path, isolation=sandbox, device=resolve_device(device), seed=seed)
         if executor == "dask" and not scheduler:
             raise UsageError("--executor dask needs --scheduler ADDRESS")
         run_on = (batch.dask_executor(a, config, scheduler or "") if executor == "dask"

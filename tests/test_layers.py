@@ -115,6 +115,22 @@ def test_scoring_and_reporting_do_not_load_pytest_or_torch(module):
     assert out.stdout.strip() == "", f"importing {module} loads {out.stdout.strip()}"
 
 
+def test_the_batch_parent_chooses_its_device_without_torch(monkeypatch):
+    """`grader grade` (default `--device cpu`) imported torch in the parent just to check
+    the device: 2 s of CPU before the first worker started."""
+    code = ("import sys; from grader.batch.prepare import resolve_device; "
+            "assert resolve_device('cpu') == 'cpu'; print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+    from grader.batch import prepare
+    from grader.errors import UsageError
+
+    monkeypatch.setattr(prepare, "_gpu_device_node", lambda: False)
+    assert prepare.resolve_device("auto") == "cpu"
+    with pytest.raises(UsageError, match="no GPU device"):
+        prepare.resolve_device("cuda")
+
+
 def test_one_error_tree():
     """Every exception class of grader's is a GraderError (private sentinels aside), so a
     fault crosses process boundaries by class and maps to an exit code at the CLI."""

@@ -10,6 +10,8 @@ be graded (`ungradable`).
 
 from __future__ import annotations
 
+import os
+import sys
 from dataclasses import replace
 
 from grader import assignment as assignment_mod
@@ -19,6 +21,7 @@ from grader.errors import UsageError
 from grader.intake.discover import Submission
 from grader.results import ExerciseResult, LoadReport, Outcome, Status, SubmissionResult, TestResult
 from grader.sandbox.host import Isolation, Sandbox
+from grader.sandbox.launch import gpu_device_nodes
 
 ATTEMPTS = 2
 """A grading the sandbox failed is done again once, in a fresh sandbox (`pipeline.Grading`)."""
@@ -65,3 +68,29 @@ def ungradable(sub: Submission, assignment: Assignment, why: str) -> SubmissionR
     return SubmissionResult(student=sub.id, assignment=assignment.id, score=0.0,
                             max_score=assignment.max_score, exercises=exercises,
                             load=LoadReport(kind="none", notices=(message,)), gradable=False)
+
+
+def resolve_device(choice: str) -> str:
+    """The device a run grades on (`--device cpu|cuda|auto`). torch is imported here
+    (2 s of CPU, in the process that hands out the work) only where a GPU may be found."""
+    if choice == "cpu":
+        return choice
+    if not _gpu_device_node():
+        if choice == "cuda":
+            raise UsageError("--device cuda was asked for, but this machine shows no GPU device (/dev/nvidia*)")
+        return "cpu"
+    import torch
+
+    if choice == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if not torch.cuda.is_available():
+        raise UsageError("--device cuda was asked for, but torch sees no CUDA device here")
+    return choice
+
+
+def _gpu_device_node() -> bool:
+    """Whether a GPU's device node exists (NVIDIA, ROCm, WSL): without one, torch cannot
+    see CUDA either. Elsewhere than Linux, only torch can say."""
+    if not sys.platform.startswith("linux"):
+        return True
+    return bool(gpu_device_nodes()) or any(os.path.exists(p) for p in ("/dev/kfd", "/dev/dxg"))
