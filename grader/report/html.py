@@ -11,6 +11,7 @@ be a PNG (`grader.figures`); a page makes no request of any kind.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import itertools
 import math
@@ -75,6 +76,17 @@ def _environment() -> jinja2.Environment:
 
 
 ENV = _environment()
+
+
+@functools.lru_cache(maxsize=256)
+def heatmap_markup(h: Heatmap) -> Markup:
+    """One heatmap drawn by the `heatmap` macro. A batch draws the same picture from the
+    same numbers once: every correct submission shows the same ones, and drawing one is
+    most of a report's rendering time (hundreds of SVG cells)."""
+    return Markup(ENV.get_template("macros.html").module.heatmap(h))  # type: ignore[attr-defined]
+
+
+ENV.globals.update(heatmap_markup=heatmap_markup)
 
 
 # ---------------------------------------------------------------- report.html
