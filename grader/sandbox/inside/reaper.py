@@ -20,19 +20,35 @@ import socket
 from grader.sandbox.inside.isolation import PR_SET_PDEATHSIG, prctl
 
 _helper: socket.socket | None = None
+_helper_pid = 0
 
 
 def start() -> None:
     """Fork the helper; call it before importing torch. The helper has the caller's
     privileges (it must become any child's uid) and dies with it."""
-    global _helper
+    global _helper, _helper_pid
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     pid = os.fork()
     if pid == 0:
         ours.close()
         _serve(theirs)
     theirs.close()
-    _helper = ours
+    _helper, _helper_pid = ours, pid
+
+
+def stop() -> None:
+    """Let the helper go (it exits when its channel closes) and reap it, so the zygote's
+    last wait for orphans does not wait on it."""
+    global _helper, _helper_pid
+    if _helper is not None:
+        _helper.close()
+        _helper = None
+    if _helper_pid:
+        try:
+            os.waitpid(_helper_pid, 0)
+        except ChildProcessError:
+            pass
+        _helper_pid = 0
 
 
 def reap(uid: int, workdir: str) -> None:

@@ -138,6 +138,7 @@ def main(control_fds: int | str, config: dict[str, Any] | None = None) -> None:
                 ready.unregister(control)
                 _kill_all(served.pop(control))
                 control.close()
+    reaper.stop()
     _reap_orphans({}, wait_s=1.0)
     shutil.rmtree(tmp_root, ignore_errors=True)
     # Skip the interpreter's teardown of torch (seconds): nothing is left to flush.
