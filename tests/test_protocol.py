@@ -62,6 +62,7 @@ def test_every_reply_reads_back_as_it_was_sent(message: Any, op: str) -> None:
     protocol.ZygoteConfig("process", private_root=True, prewarm=False, ro_paths=("/usr",),
                           devices=("/dev/nvidia0",)),
     protocol.ZygoteConfig("bwrap"),
+    protocol.ZygoteConfig("bwrap", tmp_dirs=("/tmp/w0", "/tmp/w1")),
 ], ids=lambda m: type(m).__name__)
 def test_every_control_message_reads_back_as_it_was_sent(message: Any) -> None:
     assert type(message).from_doc(_wire(message.to_doc())) == message

@@ -518,6 +518,26 @@ def test_grader_check_works_without_bwrap(tmp_path: Path, monkeypatch: pytest.Mo
 # ---------------------------------------------------------------- one zygote, many workers
 
 
+FILL_DISK = """
+import os
+def f():
+    n = 0
+    try:
+        while True:
+            with open(f"fill{n}", "wb") as out:
+                for _ in range(4):
+                    out.write(b"x" * (1 << 20))
+            n += 1
+    except OSError:
+        return "full"
+"""
+WRITE_1MB = """
+def f():
+    with open("mine", "wb") as out:
+        return out.write(b"y" * (1 << 20))
+"""
+
+
 def _gone(child: sandbox.Child) -> bool:
     try:
         call(child, "f", timeout=1)
@@ -540,6 +560,16 @@ def test_a_shared_zygote_serves_each_connection_its_own_children(mode: str) -> N
         assert load(a, "def f():\n    return 'a'\n")["ok"] and load(b, "def f():\n    return 'b'\n")["ok"]
         assert second.kill(a.pid) == (0, 0.0)  # not its child: nothing is done to it
         assert call(a, "f") == "a"
+        # A student who fills the disk fills only their own worker's: another worker's
+        # student, graded at the same time, still writes.
+        filler, writer = first.spawn(), second.spawn()
+        assert load(filler, FILL_DISK)["ok"] and load(writer, WRITE_1MB)["ok"]
+        assert call(filler, "f", timeout=20) == "full"
+        assert call(writer, "f") == 1 << 20
+        if mode == "bwrap":  # a tmpfs per connection (as root in process mode: one per child)
+            assert Path(filler.isolation["workdir"]).parents[1] != Path(writer.isolation["workdir"]).parents[1]
+        filler.close()
+        writer.close()
         first.stop()  # closes its connection: the zygote kills its children
         assert eventually(lambda: _gone(a))
         assert call(b, "f") == "b"

@@ -1,6 +1,6 @@
 """Running student code isolated: a warm zygote under bubblewrap or as a plain process.
 
-    Sandbox (one per grading worker)
+    Sandbox (one per grading worker; a batch's workers share one zygote: `launch_shared`)
       └─ zygote  (bwrap: no network, own pid/ipc/uts, read-only runtime, tmpfs /tmp)
            └─ child per submission (fresh fork: new session, namespaces, own uid,
               private workdir with a copy of the submission, rlimits)

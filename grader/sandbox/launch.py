@@ -65,9 +65,14 @@ def zygote_argv(level: Isolation, fd: int | Sequence[int], limits: Limits = Limi
                               ro_paths=tuple(ro_paths), devices=tuple(gpu_device_nodes()))
         return interpreter.boot_argv(_BOOT, [str(_GRADER_PKG.parent), *path],
                                      fds, json.dumps(config.to_doc()))
+    # One tmpfs per connection (`zygote.Connection`): each grading worker's children use
+    # theirs one at a time, as when every worker had a zygote of its own.
+    tmp_dirs = tuple(f"/tmp/w{n}" for n in range(len(fds.split(","))))
     argv = ["bwrap", *_bwrap_namespace_args(),
             "--hostname", "sandbox", "--proc", "/proc", "--dev", "/dev",
             "--size", str(_tmp_size_bytes(limits)), "--tmpfs", "/tmp"]
+    for d in tmp_dirs:
+        argv += ["--size", str(_tmp_size_bytes(limits)), "--tmpfs", d]
     binds = _outermost(ro_paths)
     made = {"/", "/tmp", "/proc", "/dev"}
     for bind in binds:
@@ -83,7 +88,7 @@ def zygote_argv(level: Isolation, fd: int | Sequence[int], limits: Limits = Limi
         argv += ["--ro-bind-try", "/sys", "/sys"]  # the CUDA driver reads PCI topology
     argv += ["--perms", "0755", "--dir", "/opt/grader",
              "--ro-bind", str(_GRADER_PKG), "/opt/grader/grader", "--chdir", "/tmp"]
-    config = ZygoteConfig("bwrap", private_root=False, prewarm=prewarm)
+    config = ZygoteConfig("bwrap", private_root=False, prewarm=prewarm, tmp_dirs=tmp_dirs)
     return argv + interpreter.boot_argv(_BOOT, ["/opt/grader", *path], fds,
                                         json.dumps(config.to_doc()))
 

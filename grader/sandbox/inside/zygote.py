@@ -56,6 +56,7 @@ import socket
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
 import IPython.core.interactiveshell  # noqa: F401
@@ -93,6 +94,25 @@ Children = dict[int, tuple[str, int | None, int | None]]
 """A connection's children: pid -> (workdir, uid, pid-1 process of its namespace)."""
 
 
+@dataclass
+class Connection:
+    """One grading worker's connection: its children, and the folder their workdirs are
+    made in (under bubblewrap, a tmpfs of its own: a student filling it disturbs only
+    that worker's next child, which finds it emptied, never another worker's)."""
+
+    tmp_root: str
+    children: Children = field(default_factory=dict)
+
+
+def _tmp_root(cfg: ZygoteConfig, n: int, strategy: str) -> str:
+    root = tempfile.mkdtemp(prefix="grader-children-",
+                            dir=cfg.tmp_dirs[n] if n < len(cfg.tmp_dirs) else None)
+    # Children that become their own uid before creating their workdir need to write
+    # here; sticky and not listable, so none can see or remove another's.
+    os.chmod(root, 0o1733 if strategy in ("setuid-userns",) else 0o711)
+    return root
+
+
 def main(control_fds: int | str, config: dict[str, Any] | None = None) -> None:
     """Serve forks on each control socket (`control_fds`: one fd, or several as "5,6,7":
     a zygote shared by a batch's workers) until every one is closed."""
@@ -118,15 +138,13 @@ def main(control_fds: int | str, config: dict[str, Any] | None = None) -> None:
     # init that may never reap them (a container's).
     prctl(PR_SET_CHILD_SUBREAPER, 1)
     strategy = _strategy(cfg)
-    tmp_root = tempfile.mkdtemp(prefix="grader-children-")
-    # Children that become their own uid before creating their workdir need to write
-    # here; sticky and not listable, so none can see or remove another's.
-    os.chmod(tmp_root, 0o1733 if strategy in ("setuid-userns",) else 0o711)
     hello = protocol.Hello(os.getpid(), strategy).to_doc()
     # A connection whose hello cannot be sent was closed before this was ready: nobody to serve.
-    served: dict[socket.socket, Children] = {c: {} for c in controls if _reply(c, hello)}
-    for control in controls:
-        if control not in served:
+    served: dict[socket.socket, Connection] = {}
+    for n, control in enumerate(controls):
+        if _reply(control, hello):
+            served[control] = Connection(_tmp_root(cfg, n, strategy))
+        else:
             control.close()
     ready = selectors.DefaultSelector()
     for control in served:
@@ -134,24 +152,25 @@ def main(control_fds: int | str, config: dict[str, Any] | None = None) -> None:
     while served:
         for key, _events in ready.select():
             control = key.data
-            if not _serve_one(control, served, strategy, cfg, tmp_root):
+            if not _serve_one(control, served, strategy, cfg):
                 ready.unregister(control)
-                _kill_all(served.pop(control))
+                done = served.pop(control)
+                _kill_all(done.children)
+                shutil.rmtree(done.tmp_root, ignore_errors=True)
                 control.close()
     reaper.stop()
     _reap_orphans({}, wait_s=1.0)
-    shutil.rmtree(tmp_root, ignore_errors=True)
     # Skip the interpreter's teardown of torch (seconds): nothing is left to flush.
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
 
 
-def _serve_one(control: socket.socket, served: dict[socket.socket, Children], strategy: str,
-               cfg: ZygoteConfig, tmp_root: str) -> bool:
+def _serve_one(control: socket.socket, served: dict[socket.socket, Connection], strategy: str,
+               cfg: ZygoteConfig) -> bool:
     """Answer one request on `control`; False when that connection is done (closed, or
     its sandbox gone). A connection forks, and kills, only children of its own."""
-    children = served[control]
+    children, tmp_root = served[control].children, served[control].tmp_root
     try:
         msg, fds, _flags, _addr = socket.recv_fds(control, 1 << 16, 2)
     except (EOFError, ConnectionError):
@@ -159,7 +178,7 @@ def _serve_one(control: socket.socket, served: dict[socket.socket, Children], st
     if not msg:
         return False
     request = _parse(msg)
-    _reap_orphans({pid: v for ch in served.values() for pid, v in ch.items()})
+    _reap_orphans({pid: v for c in served.values() for pid, v in c.children.items()})
     if isinstance(request, protocol.Fork) and len(fds) == 2:
         workdir = os.path.join(tmp_root, "s-" + os.urandom(6).hex())
         uid = _fresh_uid() if strategy in ("root-private", "setuid-userns") else None
@@ -171,7 +190,7 @@ def _serve_one(control: socket.socket, served: dict[socket.socket, Children], st
     if isinstance(request, protocol.Kill):
         cpu_before = _children_cpu()
         status = _kill_one(request.pid, children.pop(request.pid)) if request.pid in children else 0
-        _reap_orphans({pid: v for ch in served.values() for pid, v in ch.items()})
+        _reap_orphans({pid: v for c in served.values() for pid, v in c.children.items()})
         return _reply(control, protocol.Killed(status, round(_children_cpu() - cpu_before, 4)).to_doc())
     for fd in fds:
         os.close(fd)

@@ -63,13 +63,16 @@ class ZygoteConfig:
     devices: tuple[str, ...] = ()
     """GPU device nodes to show children (only /dev/nvidia*)."""
     version: int | None = WIRE_VERSION
+    tmp_dirs: tuple[str, ...] = ()
+    """Per connection, the folder its children's workdirs go in (a tmpfs of its own under
+    bubblewrap); none: the zygote's temp folder."""
 
     def to_doc(self) -> dict[str, Any]:
         doc: dict[str, Any] = {"level": self.level, "private_root": self.private_root,
                                "prewarm": self.prewarm, "version": self.version}
         if self.ro_paths or self.devices:
             doc |= {"ro_paths": list(self.ro_paths), "devices": list(self.devices)}
-        return doc
+        return doc | ({"tmp_dirs": list(self.tmp_dirs)} if self.tmp_dirs else {})
 
     @classmethod
     def from_doc(cls, doc: dict[str, Any]) -> "ZygoteConfig":
@@ -79,7 +82,8 @@ class ZygoteConfig:
                    ro_paths=tuple(str(p) for p in doc.get("ro_paths", [])),
                    devices=tuple(str(p) for p in doc.get("devices", [])
                                  if str(p).startswith("/dev/nvidia")),
-                   version=doc.get("version") if is_int(doc.get("version")) else None)
+                   version=doc.get("version") if is_int(doc.get("version")) else None,
+                   tmp_dirs=tuple(str(p) for p in doc.get("tmp_dirs", [])))
 
 
 @dataclass(frozen=True)
