@@ -1,7 +1,8 @@
 """Grading many submissions in parallel: a pool of warm grading workers.
 
 Each worker is a separate `python -m grader.batch.workers` process that imports torch and
-pytest once, starts one sandbox zygote, and grades submissions one after another. It
+pytest once, attaches to the zygote the pool started for all of them (or starts its own,
+when it replaces a worker that died), and grades submissions one after another. It
 talks to the pool over a pipe in JSON lines (plain data, never pickle): first the run's
 `RunConfig` (`to_json`), then one submission a line, each answered by its result
 (`SubmissionResult.to_json_dict`) or an error. A worker that
@@ -150,9 +151,7 @@ def grade_all(subs: Sequence[Submission], assignment: Assignment, config: RunCon
             yield item
     finally:  # stopped early (an error, a failed write): the workers take no more
         _drain(todo, len(threads))
-        for t in threads:
-            t.join(timeout=60)
-        zygote.stop()
+        zygote.stop()  # it ends once the workers have closed their connections (10 s at most)
 
 
 @dataclass
