@@ -55,7 +55,7 @@ def test_the_helper_kills_a_uids_processes_and_removes_its_workdir(children_root
         assert _dead(first) and not (tmp_path / "one").exists()
         assert reaper._helper is helper  # the helper did it, and is still there
 
-        helper_pid = _helper_pid()
+        helper_pid = reaper._helper_pid
         os.kill(helper_pid, signal.SIGKILL)
         os.waitpid(helper_pid, 0)
         second = _leftover(uid, tmp_path / "two")
@@ -63,20 +63,4 @@ def test_the_helper_kills_a_uids_processes_and_removes_its_workdir(children_root
         assert _dead(second) and not (tmp_path / "two").exists()
         assert reaper._helper is None
     finally:
-        if reaper._helper is not None:
-            reaper._helper.close()
-            reaper._helper = None
-
-
-def _helper_pid() -> int:
-    """Our one child that is not a `sleep`: the helper."""
-    me = str(os.getpid())
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            if stat.rsplit(")", 1)[1].split()[1] == me and "sleep" not in stat:
-                return int(entry)
-    raise AssertionError("no helper process found")
+        reaper.stop()

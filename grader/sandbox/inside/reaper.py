@@ -53,7 +53,7 @@ def stop() -> None:
 
 def reap(uid: int, workdir: str) -> None:
     """Kill every process of `uid`, then remove `workdir` as that uid; back when done."""
-    global _helper
+    global _helper, _helper_pid
     if _helper is not None:
         try:
             _helper.sendall(json.dumps([uid, workdir]).encode() + b"\n")
@@ -62,7 +62,9 @@ def reap(uid: int, workdir: str) -> None:
         except OSError:
             pass
         _helper.close()
-        _helper = None  # gone: do it here from now on
+        # Gone: done here from now on. Its pid is forgotten, not waited for: the zygote's
+        # reaping of orphans may have collected it, and the pid be another child's now.
+        _helper, _helper_pid = None, 0
     _reap_in_a_fork(uid, workdir)
 
 
