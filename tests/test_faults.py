@@ -21,7 +21,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from conftest import ATTENTION, ROOT
@@ -109,10 +109,21 @@ def kill_zygote(box: Sandbox) -> None:
 
 
 def _kill_below(root: int, word: str) -> int:
-    """SIGKILL every process under `root` whose command line holds `word`, and all
-    below them."""
-    victims = [p for p in _tree(root)[1:] if word in _cmdline(p)]
+    """SIGKILL every process under `root` whose command line holds `word` (or, for
+    WORKER, every grading worker), and all below them."""
+    victims = [p for p in _tree(root)[1:] if (_is_worker(p) if word == WORKER else word in _cmdline(p))]
     return _sigkill([q for p in victims for q in _tree(p)])
+
+
+WORKER = "a grading worker"
+TEMPLATE = "template.main"
+
+
+def _is_worker(pid: int) -> bool:
+    """A worker started on its own, or one forked by the workers' template (it has the
+    template's command line, and the template for its parent)."""
+    line = _cmdline(pid)
+    return "workers.main" in line or (TEMPLATE in line and TEMPLATE in _cmdline(_parent(pid)))
 
 
 # ---------------------------------------------------------------- in-process grading
@@ -451,7 +462,7 @@ def test_a_killed_worker_costs_a_not_gradable_result_graded_again_next_run(tmp_p
         (subs / f"s{i}" / "solution.py").write_text(SLOW_HONEST)
     args = ["grade", str(subs), "--assignment", str(TINY / "assignment.yaml"), "--out", str(out),
             "--jobs", "1", "--quiet"]
-    code, err, killed = _grade_killing(args, out, after=1, word="workers.main")
+    code, err, killed = _grade_killing(args, out, after=1, word=WORKER)
     assert code == 0, err[-3000:]
     assert killed, "no worker was found to kill"
     first = _results(out)
@@ -473,6 +484,33 @@ def test_a_killed_worker_costs_a_not_gradable_result_graded_again_next_run(tmp_p
 
 
 @pytest.mark.slow
+@pytest.mark.slow
+def test_the_workers_template_killed_mid_batch_costs_nothing(tmp_path) -> None:
+    """The workers are forks of one template (imports paid once). It holds no grading
+    state: killed mid-batch, its workers go on, and a replacement worker would start as
+    a process of its own."""
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    for i in range(6):
+        (subs / f"s{i}").mkdir(parents=True)
+        (subs / f"s{i}" / "solution.py").write_text(SLOW_HONEST)
+    args = ["grade", str(subs), "--assignment", str(TINY / "assignment.yaml"), "--out", str(out),
+            "--jobs", "2", "--quiet"]
+    proc = _grader(*args)
+    killed, deadline = 0, time.monotonic() + 300
+    while proc.poll() is None and time.monotonic() < deadline:
+        if not killed and len(list(out.glob("*/result.json"))) >= 1:
+            templates = [p for p in _tree(proc.pid)[1:] if TEMPLATE in _cmdline(p)
+                         and TEMPLATE not in _cmdline(_parent(p))]
+            killed = _sigkill(templates)
+        time.sleep(0.02)
+    _, err = proc.communicate(timeout=max(deadline - time.monotonic(), 1))
+    assert proc.returncode == 0, err[-3000:]
+    assert killed, "no template was found to kill"
+    results = _results(out)
+    assert len(results) == 6 and all(r["gradable"] and r["score"] == r["max_score"]
+                                     for r in results.values()), results
+
+
 def test_two_workers_share_one_zygote_and_a_replaced_worker_starts_its_own(tmp_path) -> None:
     """`--jobs 2` boots torch in one zygote for both workers (start-up and memory); a
     worker killed mid-batch is replaced by one with a zygote of its own, and the other
@@ -491,7 +529,7 @@ def test_two_workers_share_one_zygote_and_a_replaced_worker_starts_its_own(tmp_p
         if not killed:
             most = max(most, len(zygotes))
             if len(list(out.glob("*/result.json"))) >= 2:
-                killed = _kill_below(proc.pid, "workers.main")
+                killed = _kill_below(proc.pid, WORKER)
         time.sleep(0.02)
     _, err = proc.communicate(timeout=max(deadline - time.monotonic(), 1))
     assert proc.returncode == 0, err[-3000:]
@@ -513,6 +551,8 @@ def test_one_fewer_worker_than_cores_boots_at_once(monkeypatch, cores: int, wait
     assert [s.after is starts[0].started for s in starts] == waiting
     starts[0].release()  # a first thread that ends without a worker lets the others start
     assert all(s.after is None or s.after.is_set() for s in starts)
+    forks = workers._starts([None] * len(waiting), None, cast(Any, object()))
+    assert all(s.after is None for s in forks)  # forks of the template boot nothing: all at once
 
 
 def _parent(pid: int) -> int:

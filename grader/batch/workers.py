@@ -1,8 +1,9 @@
 """Grading many submissions in parallel: a pool of warm grading workers.
 
-Each worker is a separate `python -m grader.batch.workers` process that imports torch and
-pytest once, attaches to the zygote the pool started for all of them (or starts its own,
-when it replaces a worker that died), and grades submissions one after another. It
+Each worker is a fork of a warm template that imported torch and pytest once
+(`batch.template`), or, where the template cannot make one, a process of its own that
+imports them; it attaches to the zygote the pool started for all of them (or starts its
+own, when it replaces a worker that died), and grades submissions one after another. It
 talks to the pool over a pipe in JSON lines (plain data, never pickle): first the run's
 `RunConfig` (`to_json`), then one submission a line, each answered by its result
 (`SubmissionResult.to_json_dict`) or an error. A worker that
@@ -32,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from grader.assignment import Assignment
 from grader.batch.prepare import ATTEMPTS, load_assignment, sandbox_for, ungradable
+from grader.batch.template import Forked, Template
 from grader.config import RunConfig
 from grader.errors import GraderError, InternalError, from_doc, one_line, stops_the_batch, to_doc
 from grader.intake.discover import Submission
@@ -59,27 +61,38 @@ def submission_from(doc: dict[str, Any]) -> Submission:
     return Submission(id=doc["id"], path=Path(doc["path"]), notices=tuple(doc["notices"]), **paths)
 
 
+def worker_env() -> dict[str, str]:
+    return {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "OMP_NUM_THREADS": "1"}
+
+
+def worker_path() -> list[str]:
+    """-I: no PYTHON* variables, no user site, and no current folder on sys.path, so a
+    `grader/` folder where the command runs (a student's pull request) can never stand in
+    for this package; the package's own location and our import path (less the current
+    folder) are put on the path."""
+    return [str(interpreter.PACKAGE.parent), *(p for p in interpreter.import_path() if p != os.getcwd())]
+
+
 class Worker:
     def __init__(self, config: str, zygote: socket.socket | None = None,
-                 level: Isolation | None = None) -> None:
+                 level: Isolation | None = None, template: Template | None = None) -> None:
         """`config`: the `RunConfig` as JSON, the first line the worker reads; `zygote`:
         its connection to a zygote the batch shares (`Sandbox.launch_shared`), at
-        isolation `level`; without one the worker starts a zygote of its own."""
-        env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "OMP_NUM_THREADS": "1"}
-        # -I: no PYTHON* variables, no user site, and no current folder on sys.path, so
-        # a `grader/` folder where the command runs (a student's pull request) can never
-        # stand in for this package; the package's own location and our import path
-        # (less the current folder) are put on the path.
-        path = [str(interpreter.PACKAGE.parent),
-                *(p for p in interpreter.import_path() if p != os.getcwd())]
-        shared = [str(zygote.fileno()), level.value] if zygote is not None and level is not None else []
-        self.proc = subprocess.Popen(
-            interpreter.boot_argv(_BOOT, path, *shared), stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, env=env, text=True, bufsize=1,
-            pass_fds=[zygote.fileno()] if shared and zygote is not None else (),
-        )
-        if zygote is not None:
-            zygote.close()  # the worker holds it now: the zygote sees it close when the worker ends
+        isolation `level`; without one the worker starts a zygote of its own. A fork of
+        `template` where it can make one, else a process of its own."""
+        forked = template.fork(zygote, level) if template is not None else None
+        self.proc: subprocess.Popen[str] | Forked
+        if forked is not None:
+            self.proc = forked
+        else:
+            shared = [str(zygote.fileno()), level.value] if zygote is not None and level is not None else []
+            self.proc = subprocess.Popen(
+                interpreter.boot_argv(_BOOT, worker_path(), *shared), stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE, env=worker_env(), text=True, bufsize=1,
+                pass_fds=[zygote.fileno()] if shared and zygote is not None else (),
+            )
+            if zygote is not None:
+                zygote.close()  # the worker holds it now: the zygote sees it close when the worker ends
         self._send(config)
         self.ready = self._read(timeout_s=300.0)
 
@@ -137,7 +150,8 @@ def grade_all(subs: Sequence[Submission], assignment: Assignment, config: RunCon
         connections: list[socket.socket | None] = list(zygote.launch_shared(n))
     except GraderError:  # no sandbox here: each worker meets it and says so
         connections = [None] * n
-    starts = _starts(connections, zygote.level)
+    template = _template()
+    starts = _starts(connections, zygote.level, template)
     threads = [threading.Thread(target=_drive, args=(init, todo, done, assignment, timeout_s, start),
                                 daemon=True) for start in starts]
     for t in threads:
@@ -151,6 +165,8 @@ def grade_all(subs: Sequence[Submission], assignment: Assignment, config: RunCon
             yield item
     finally:  # stopped early (an error, a failed write): the workers take no more
         _drain(todo, len(threads))
+        if template is not None:
+            template.stop()
         zygote.stop()  # it ends once the workers have closed their connections (10 s at most)
 
 
@@ -161,6 +177,7 @@ class _Start:
 
     zygote: socket.socket | None
     level: Isolation | None
+    template: Template | None = None
     after: threading.Event | None = None
     started: threading.Event = field(default_factory=threading.Event)
     """Set once this thread's first worker is ready, or will never be started."""
@@ -170,7 +187,7 @@ class _Start:
             self.after.wait()
         zygote, self.zygote = self.zygote, None
         try:
-            return Worker(init, zygote, self.level)
+            return Worker(init, zygote, self.level, self.template)
         finally:
             self.started.set()
 
@@ -182,13 +199,21 @@ class _Start:
         self.started.set()
 
 
-def _starts(connections: Sequence[socket.socket | None], level: Isolation | None) -> list[_Start]:
-    """One start per pool thread. Booting a worker (torch, pytest, the tests: seconds of
-    CPU) next to the zygote's boot on every core would delay the first result for all;
-    so one fewer worker than cores starts at once (at least one), the rest once the
-    first is ready, while it grades."""
-    starts = [_Start(c, level) for c in connections]
-    at_once = max(1, (os.cpu_count() or 1) - 1)
+def _template() -> Template | None:
+    try:
+        return Template(worker_env(), worker_path())
+    except OSError:  # workers start as processes of their own
+        return None
+
+
+def _starts(connections: Sequence[socket.socket | None], level: Isolation | None,
+            template: Template | None = None) -> list[_Start]:
+    """One start per pool thread. Forks of the template start at once. Without one,
+    booting a worker (torch, pytest, the tests: seconds of CPU) next to the zygote's boot
+    on every core would delay the first result for all; so one fewer worker than cores
+    starts at once (at least one), the rest once the first is ready, while it grades."""
+    starts = [_Start(c, level, template) for c in connections]
+    at_once = len(starts) if template is not None else max(1, (os.cpu_count() or 1) - 1)
     for start in starts[at_once:]:
         start.after = starts[0].started
     return starts
@@ -283,7 +308,7 @@ def main(shared: Sequence[str] = ()) -> None:
             sandbox.attach(socket.socket(fileno=int(shared[0])), Isolation(shared[1]))
         else:
             sandbox.launch()  # the zygote imports torch while this process does the same
-        _warm_imports()
+        warm_imports()
         from grader.batch.pipeline import Grading  # torch and pytest: in the worker, never the pool
 
         grading = Grading(a, sandbox, config)  # collects the tests
@@ -316,7 +341,7 @@ def _answer(out: Any, doc: dict[str, Any]) -> bool:
     return True
 
 
-def _warm_imports() -> None:
+def warm_imports() -> None:
     """What every submission needs, paid once: torch (one thread: one worker per core)
     and nbformat. The reference and the tests are loaded by `Grading`."""
     import nbformat  # noqa: F401
