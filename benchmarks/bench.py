@@ -271,10 +271,10 @@ class TreeSampler:
         except OSError:
             cmd = ""
         parent = self._role_of_pid.get(ppid, "")
-        if ("grader.batch.workers" in cmd or "import workers" in cmd
-                or (parent == "grader (batch parent)" and "zygote" not in cmd
+        if ("grader.batch.workers" in cmd or "import workers" in cmd or "import template" in cmd
+                or (parent in ("grader (batch parent)", "grading worker") and "zygote" not in cmd
                     and not cmd.startswith("bwrap"))):
-            return "grading worker"
+            return "grading worker"  # a worker, the workers' template, or a fork of it
         if cmd.startswith("bwrap"):
             return "bwrap"
         if "zygote" in cmd:
