@@ -62,16 +62,14 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
 
 
 def _children(pid: int) -> list[int]:
-    kids = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                kids.append(int(entry))
-    return kids
+    return [int(e) for e in os.listdir("/proc") if e.isdigit() and _parent(int(e)) == pid]
+
+
+def _parent(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def _tree(pid: int) -> list[int]:
@@ -553,13 +551,6 @@ def test_one_fewer_worker_than_cores_boots_at_once(monkeypatch, cores: int, wait
     assert all(s.after is None or s.after.is_set() for s in starts)
     forks = workers._starts([None] * len(waiting), None, cast(Any, object()))
     assert all(s.after is None for s in forks)  # forks of the template boot nothing: all at once
-
-
-def _parent(pid: int) -> int:
-    try:
-        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-    except (OSError, ValueError, IndexError):
-        return 0
 
 
 def _is_zygote(pid: int) -> bool:

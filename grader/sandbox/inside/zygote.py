@@ -178,7 +178,7 @@ def _serve_one(control: socket.socket, served: dict[socket.socket, Connection], 
     if not msg:
         return False
     request = _parse(msg)
-    _reap_orphans({pid: v for c in served.values() for pid, v in c.children.items()})
+    _reap_orphans(_all_children(served))
     if isinstance(request, protocol.Fork) and len(fds) == 2:
         workdir = os.path.join(tmp_root, "s-" + os.urandom(6).hex())
         uid = _fresh_uid() if strategy in ("root-private", "setuid-userns") else None
@@ -190,11 +190,15 @@ def _serve_one(control: socket.socket, served: dict[socket.socket, Connection], 
     if isinstance(request, protocol.Kill):
         cpu_before = _children_cpu()
         status = _kill_one(request.pid, children.pop(request.pid)) if request.pid in children else 0
-        _reap_orphans({pid: v for c in served.values() for pid, v in c.children.items()})
+        _reap_orphans(_all_children(served))
         return _reply(control, protocol.Killed(status, round(_children_cpu() - cpu_before, 4)).to_doc())
     for fd in fds:
         os.close(fd)
     return _reply(control, protocol.ControlError("bad request").to_doc())
+
+
+def _all_children(served: dict[socket.socket, Connection]) -> Children:
+    return {pid: v for c in served.values() for pid, v in c.children.items()}
 
 
 def _kill_one(pid: int, child: tuple[str, int | None, int | None]) -> int:
