@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from grader.answers.rubric import check_rubric, grade_text, term
+from grader.answers.patterns import term
+from grader.answers.rubric import check_rubric, grade_text
 
 PETS = {"rubric": [
     {"points": 0.5, "concept": "cats chase mice",
@@ -159,3 +160,94 @@ def test_a_question_that_asks_to_name_items_accepts_a_list() -> None:
 def test_a_hedged_answer_that_earns_points_is_flagged(text: str) -> None:
     grade = _grade(text)
     assert grade.score > 0 and grade.reasons
+
+
+# --- how a sentence's shape changes what is claimed, on the same non-lesson rubric
+
+SCALE = {"rubric": [
+    {"points": 0.5, "concept": "without a lid the pot boils over", "topic": ["lid|nắp"],
+     "accept": ["boil\\w* over|trào"], "reject": ["{not} (boil\\w* over|trào)"]},
+    {"points": 0.5, "concept": "the lid keeps the heat in", "topic": ["heat|nhiệt"],
+     "accept": ["(keeps?|giữ) ... (heat|nhiệt)"]},
+]}
+
+
+def test_a_negation_in_a_condition_does_not_reach_its_consequence() -> None:
+    # "nếu không X thì Y" / "if not X then Y": the "không" belongs to the condition
+    grade = grade_text("Nếu không đậy nắp thì nồi trào, nắp giữ nhiệt trong nồi.", SCALE, 1.0)
+    assert (grade.score, grade.reasons) == (1.0, ()), grade
+    assert grade_text("If there is no lid then it boils over; the lid keeps the heat in.", SCALE, 1.0).score == 1.0
+    # without "thì"/"then" the negation is the claim's own
+    assert grade_text("Nồi không trào, nắp giữ nhiệt.", SCALE, 1.0).score == 0.5
+
+
+def test_not_equal_written_as_a_symbol_is_a_negation() -> None:
+    for text in ("lid ≠ boils over; the lid keeps the heat in", "lid != boils over; the lid keeps the heat in"):
+        grade = grade_text(text, SCALE, 1.0)
+        assert grade.score == 0.5 and "without a lid the pot boils over" in grade.missed, text
+
+
+def test_k_alone_is_a_negation_only_in_vietnamese() -> None:
+    # "k" is texting for "không" between Vietnamese words; in English it is a letter ("q and k")
+    assert grade_text("noi k bi trao, vi co nap giu nhiet", SCALE, 1.0).score == 0.5
+    assert grade_text("With q and k boiling over the lid keeps the heat in.", SCALE, 1.0).score == 1.0
+
+
+def test_con_without_its_accent_is_no_clause_word_in_an_accented_answer() -> None:
+    # "con số" (a number) is not "còn" (as for): the clause goes on, its subject with it
+    grade = _grade("Con mèo thì đuổi chuột, còn chó canh nhà.")
+    assert grade.score == 1.0
+    from grader.answers.text import read
+    assert len(read("mấy con số trước softmax").clauses) == 1
+    assert len(read("Value là nội dung còn Q với K thì khác").clauses) == 2
+    assert len(read("Value la noi dung con Q va K thi khac").clauses) == 2  # no accent anywhere: "còn"
+
+
+def test_one_and_the_other_are_not_said_of_the_last_subject() -> None:
+    text = "Cats and dogs differ. The cat is a pet, the dog too. One guards the house, the other chases mice."
+    grade = _grade(text)
+    assert grade.score == 1.0 and not grade.opposite, grade
+    assert _grade("Mèo và chó khác nhau: chó là vật nuôi. Một cái canh nhà, cái kia đuổi chuột.").score == 1.0
+
+
+def test_an_opposite_set_aside_by_instead_of_is_not_claimed() -> None:
+    grade = _grade("Cats chase mice instead of fearing mice, dogs guard.")
+    assert (grade.score, grade.opposite) == (1.0, ()), grade
+
+
+def test_a_number_list_does_not_cut_a_clause() -> None:
+    from grader.answers.text import read
+    assert len(read("row 1 can't see cols 2,3,4 because those are later").clauses) == 1
+
+
+def test_no_before_a_vietnamese_word_is_it_not_a_negation_in_a_pattern() -> None:
+    assert term("{not} ... causal").search("khong co nghia no la causal").start() == 0
+    assert not term("{not} (\\w+ )?causal").search("no la causal")
+    assert term("{not} ... causal").search("no causal link")
+
+
+def test_a_negation_in_a_clause_without_a_point_leaves_a_partial_sure() -> None:
+    sure = grade_text("The cover keeps the heat inside the pot while cooking, which you cannot skip.", SCALE, 1.0)
+    assert (sure.score, sure.reasons) == (0.5, ()), sure
+    unsure = grade_text("The cover does not only keep the heat inside the pot while cooking.", SCALE, 1.0)
+    assert unsure.reasons
+
+
+def test_an_answer_written_with_diacritics_is_read_with_them() -> None:
+    wait = {"rubric": [{"points": 1, "concept": "each step waits", "accept": ["chờ", "tầng"]}]}
+    assert grade_text("Mỗi bước phải chờ bước trước.", wait, 1.0).score == 1.0
+    assert grade_text("Ma trận này cho mỗi token một vector.", wait, 1.0).score == 0.0   # "cho" is "for"
+    assert grade_text("Điểm tăng theo số chiều.", wait, 1.0).score == 0.0                # "tăng" is not "tầng"
+    assert grade_text("moi buoc phai cho buoc truoc", wait, 1.0).score == 1.0             # without any: either
+    # a plain letter in a pattern matches any diacritic; a tone may sit on either vowel
+    plain = {"rubric": [{"points": 1, "concept": "c", "accept": ["khong the song song", "hóa"]}]}
+    assert grade_text("RNN không thể song song.", plain, 1.0).score == 1.0
+    assert grade_text("Chuẩn hoá điểm số.", plain, 1.0).score == 1.0
+
+
+def test_tone_marks_move_onto_the_last_vowel_and_nothing_else_moves() -> None:
+    from grader.answers.text import canon_tones
+    assert canon_tones("hóa") == canon_tones("hoá") == "hoá"
+    assert canon_tones("thủy tinh") == "thuỷ tinh"
+    for text in ("người dùng", "Query là cái cần tìm", "plain english"):
+        assert len(canon_tones(text)) == len(text)

@@ -18,17 +18,20 @@ only language. How an answer is read:
 1. Folded (lower case, accents dropped) and cut into clauses (`answers_text.read`).
 2. A match of `accept` or `reject` is said of the nearest subject (of any item of the
    question) before it in its clause, else the nearest after it, else the last one named
-   in an earlier clause; with none named before it, it is taken as said of its own subject
+   in an earlier clause (not when the clause opens on "the other", "một cái"...: see
+   `answers_text.DISTRIBUTIVES`); with none named before it, it is taken as said of its own subject
    ("Everything is one big matrix product" answers a question about attention). An
    item's point counts only when said of its own subject; an item without `subject`
    takes any. Another item's point said of this item's subject, in a clause that
    says nothing of this item's own and does not name the other's subject, is this item's
    opposite (swapped roles: "the Key is what the token is looking for").
 3. A negation word at most NEGATION_REACH words before a match, in its clause, not across a
-   colon or bracket, and outside every matched pattern, turns the match around: a negated
+   colon, bracket or "then"/"thì" (a condition's negation: "nếu không chia thì score lớn"), and
+   outside every matched pattern, turns the match around: a negated
    point is no point (and a flag). A pattern that holds its own negation ("not real",
    "không có") is read as written. Where an item's accept and reject matches overlap, the
-   longer one is the reading.
+   longer one is the reading. An opposite in a clause opened by "instead of", "thay vì"
+   (`answers_text.ALTERNATIVES`) is set aside, not claimed.
 4. An item scores when its point is said and neither its opposite nor a negated point is.
    The score is the sum, capped at the question's points. An answer that repeats the
    question, or strings key words together without a sentence, scores 0.
@@ -49,29 +52,30 @@ comes from fewer than `min_words` words; when it has more than `max_words`.
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from grader.answers.patterns import term
 from grader.answers.text import (
+    ALTERNATIVE,
     ANALOGY,
+    CONSEQUENCE,
     FUNCTION_WORD,
     HEDGE,
     NEGATION_REACH,
-    NEGATION_WORDS,
-    NOT,
     SHORT_REACH,
     WORD,
     Text,
+    analogy_frames,
+    distributive,
     negations,
     read,
 )
-from grader.answers.values import SUPERSCRIPTS, strip_accents
+from grader.answers.values import strip_accents
 
 _EPS = 1e-9
-GAP_WORDS = 8
 MIN_WORDS, MAX_WORDS, LONG_WORDS = 6, 120, 30
 SURE_WORDS = 8
 """A partial score goes unflagged only in an answer of at least this many words (`_sure_partial`)."""
@@ -103,54 +107,6 @@ class TextGrade:
     """The answer repeats the question (or one of the key's `prompts`)."""
 
 
-# ----------------------------------------------------------------------- patterns
-
-
-@functools.lru_cache(maxsize=4096)
-def term(pattern: str) -> re.Pattern[str]:
-    """A rubric pattern as a regex: accents removed, whole words where a branch starts or
-    ends with one, `A ... B` = A then at most GAP_WORDS words then B, `{not}` any negation."""
-    pattern = strip_accents(pattern.translate(SUPERSCRIPTS)).replace("{not}", NOT)
-    parts = [_whole_words(p.strip()) for p in pattern.split(" ... ")]
-    gap = rf"(?:\W+(?!{NEGATION_WORDS}\b|\w*n't\b)\w+){{0,{GAP_WORDS}}}?\W*"
-    return re.compile(gap.join(f"(?:{p})" for p in parts), re.IGNORECASE)
-
-
-def _whole_words(pattern: str) -> str:
-    branches = []
-    for branch in top_level_branches(pattern):
-        starts_word = bool(re.match(r"\(?(\?:)?\w", branch))
-        if starts_word:
-            branch = r"\b" + branch
-        if re.search(r"(?<!\\)\w$", branch):
-            branch += r"\b"
-        elif starts_word:
-            branch += r"(?!\w)"  # "k(_\w+)?" is "k" or "k_j", never the start of "kind"
-        branches.append(branch)
-    return "|".join(branches)
-
-
-def top_level_branches(pattern: str) -> list[str]:
-    """Split a regex at the `|`s outside groups and classes: "a|(b|c)" -> ["a", "(b|c)"]."""
-    branches, depth, start, in_class, i = [], 0, 0, False, 0
-    while i < len(pattern):
-        char = pattern[i]
-        if char == "\\":
-            i += 2
-            continue
-        if in_class:
-            in_class = char != "]"
-        elif char == "[":
-            in_class = True
-        elif char in "()":
-            depth += 1 if char == "(" else -1
-        elif char == "|" and depth == 0:
-            branches.append(pattern[start:i])
-            start = i + 1
-        i += 1
-    return [*branches, pattern[start:]]
-
-
 @dataclass(frozen=True)
 class _Match:
     start: int
@@ -166,8 +122,17 @@ def _find(t: Text, rubric: Sequence[Mapping[str, Any]], kind: str, aliases: tupl
         for pattern in (p for key in aliases for p in item.get(key) or ()):
             for a, b in t.clauses:
                 found += [_Match(a + m.start(), a + m.end(), n, kind)
-                          for m in term(pattern).finditer(t.folded[a:b]) if m.end() > m.start()]
+                          for m in _term_on(t, pattern).finditer(_matched_on(t)[a:b]) if m.end() > m.start()]
     return found
+
+
+def _matched_on(t: Text) -> str:
+    """An answer written with diacritics is read with them (`Text.marked`), else folded."""
+    return t.marked if t.accented else t.folded
+
+
+def _term_on(t: Text, pattern: str) -> re.Pattern[str]:
+    return term(pattern, t.accented)
 
 
 def _subjects(matches: list[_Match]) -> list[_Match]:
@@ -179,7 +144,7 @@ def _subjects(matches: list[_Match]) -> list[_Match]:
     return sorted(kept, key=lambda m: m.start)
 
 
-def _said_of(m: _Match, subjects: list[_Match], clause: tuple[int, int]) -> int | None:
+def _said_of(m: _Match, subjects: list[_Match], clause: tuple[int, int], folded: str) -> int | None:
     """The item whose subject the match is said of, None when no subject was named."""
     a, b = clause
     before = [s for s in subjects if a <= s.start and s.end <= m.start]
@@ -189,7 +154,9 @@ def _said_of(m: _Match, subjects: list[_Match], clause: tuple[int, int]) -> int 
     if after:
         return after[0].item
     earlier = [s for s in subjects if s.end <= a]
-    return earlier[-1].item if earlier else None
+    if not earlier or distributive(folded[a:b], folded):
+        return None  # "..., the other hides future tokens": not said of the last one named
+    return earlier[-1].item
 
 
 def _negated(m: _Match, negations: list[tuple[int, int]], spans: list[_Match], t: Text,
@@ -200,8 +167,9 @@ def _negated(m: _Match, negations: list[tuple[int, int]], spans: list[_Match], t
         if any(s.start <= start and end <= s.end for s in spans):
             continue  # a pattern that holds its own negation, or a subject such as "k"
         between = t.folded[end:m.start]
-        if re.search(r"[:()\[\]—–]", between):
-            continue  # "no recurrence: the whole sequence ..." - a colon or a bracket ends its reach
+        if re.search(r"[:()\[\]—–]", between) or CONSEQUENCE.search(between):
+            continue  # "no recurrence: the whole sequence ..." - a colon or a bracket ends its reach,
+            # and a condition's negation stops at its consequence: "nếu không chia thì score lớn"
         if len(WORD.findall(between)) <= SHORT_REACH.get(t.folded[start:end], NEGATION_REACH):
             return True
     return False
@@ -224,7 +192,9 @@ def grade_text(text: str, entry: Mapping[str, Any], points: float, prompt: str =
     rubric: Sequence[Mapping[str, Any]] = entry["rubric"]
     t = read(text)
     subjects = _subjects(_find(t, rubric, "subject", ("subject",)))
-    claims = _claims(_find(t, rubric, "accept", ("accept", "any")) + _find(t, rubric, "reject", ("reject", "none")))
+    frames = analogy_frames(t)
+    said = _find(t, rubric, "accept", ("accept", "any")) + _find(t, rubric, "reject", ("reject", "none"))
+    claims = [m for m in _claims(said) if not any(a <= m.start < b for a, b in frames)]
     found_negations = negations(t)
     spans = subjects + claims
     topics = {m.item for m in _find(t, rubric, "topic", ("topic",))}
@@ -232,9 +202,12 @@ def grade_text(text: str, entry: Mapping[str, Any], points: float, prompt: str =
     has_subject = [bool(item.get("subject")) for item in rubric]
     swapped: list[tuple[int, tuple[int, int]]] = []
     own_in_clause: set[tuple[int, tuple[int, int]]] = set()
+    asked = _words(prompt, *(entry.get("prompts") or ()))
     for m in claims:
         clause = next(c for c in t.clauses if c[0] <= m.start < c[1])
-        about = _said_of(m, subjects, clause) if has_subject[m.item] else m.item
+        about = _said_of(m, subjects, clause, t.folded) if has_subject[m.item] else m.item
+        if m.kind == "reject" and ALTERNATIVE.match(t.folded[clause[0]:clause[1]]):
+            continue  # "... instead of one averaged view": the opposite is set aside, not claimed
         negated = _negated(m, found_negations, spans, t, clause)
         ev = evidence[m.item if about is None else about]
         if about is None and m.kind == "accept" and not negated:
@@ -255,7 +228,9 @@ def grade_text(text: str, entry: Mapping[str, Any], points: float, prompt: str =
                 ev.said = True
                 own_in_clause.add((m.item, clause))
         elif negated:
-            ev.negated = True
+            ev.negated = ev.negated or not _in_words(t.folded[m.start:m.end], asked)
+            # denying the opposite in the question's own words ("không đủ làm bằng chứng")
+            # restates the question: no point, and nothing for a person to look at
         else:
             ev.opposite = True
     for index, clause in swapped:
@@ -267,7 +242,7 @@ def grade_text(text: str, entry: Mapping[str, Any], points: float, prompt: str =
         return TextGrade(0.0, (), tuple(str(i["concept"]) for i in rubric), (), (), copied=True)
     scored, reasons = [], set()
     for item, ev in zip(rubric, evidence):
-        all_ok = all(term(p).search(t.folded) for p in item.get("all") or ())
+        all_ok = all(_term_on(t, p).search(_matched_on(t)) for p in item.get("all") or ())
         credited = (ev.said or ev.unbound) and not ev.opposite and all_ok and not listing
         scored.append(credited)
         if ev.negated:
@@ -306,7 +281,8 @@ def _sure_partial(t: Text, rubric: Sequence[Mapping[str, Any]], scored: Sequence
     """A partial score the grader may stand by without a person: each point credited is
     said of what it is about (its subject or `topic` named); each missed one has a `subject`
     or `topic` and is silent (not named, none of its wordings occurs, no other point is said
-    of its subject); every negation lies inside a matched wording ("không bị saturated");
+    of its subject); every negation lies inside a matched wording ("không bị saturated") or in
+    a clause that states no point ("..., which it shouldn't be able to");
     SURE_WORDS to LONG_WORDS words, no analogy, no hedge."""
     if not 0 < sum(scored) < len(rubric) or not SURE_WORDS <= words < LONG_WORDS:
         return False
@@ -324,7 +300,14 @@ def _sure_partial(t: Text, rubric: Sequence[Mapping[str, Any]], scored: Sequence
             return False
     if ANALOGY.search(t.folded) or HEDGE.search(t.folded):
         return False
-    return all(any(s.start <= a and b <= s.end for s in spans) for a, b in found_negations)
+    return all(any(s.start <= a and b <= s.end for s in spans) or not _clause_claims(t, a, claims)
+               for a, b in found_negations)
+
+
+def _clause_claims(t: Text, at: int, claims: Sequence[_Match]) -> bool:
+    """Whether the clause holding position `at` states any point or its opposite."""
+    a, b = next(c for c in t.clauses if c[0] <= at < c[1])
+    return any(a <= m.start < b for m in claims)
 
 
 def _claims(matches: list[_Match]) -> list[_Match]:
@@ -355,10 +338,18 @@ def _keyword_list(t: Text, claims: Sequence[_Match], asks_for_a_list: bool = Fal
             and not re.search(r"[=:<>()\[\]/^*+]|->|→", t.folded) and len({m.item for m in claims}) >= 2)
 
 
+def _words(*texts: str) -> set[str]:
+    return {w for text in texts for w in WORD.findall(strip_accents(text).lower())}
+
+
+def _in_words(text: str, words: set[str]) -> bool:
+    return bool(words) and set(WORD.findall(text)) <= words
+
+
 def _copies_question(t: Text, prompts: Sequence[str]) -> bool:
     words = set(WORD.findall(t.folded))
     for prompt in prompts:
-        asked = set(WORD.findall(strip_accents(prompt).lower()))
+        asked = _words(prompt)
         if len(words) >= 3 and len(words & asked) >= COPY_SHARE * len(words):
             return True
     return False

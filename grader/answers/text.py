@@ -47,6 +47,17 @@ CLAUSE_WORDS = (
     "but", "whereas", "while", "although", "though", "however", "unlike", "instead", "except",
     "nhưng", "trong khi", "tuy nhiên", "ngược lại", "thay vì", "còn",
 )
+CONSEQUENCE_WORDS = ("then", "thì")
+"""Words that open a condition's consequence: a negation in the condition ("nếu không chia thì
+score rất lớn", "if we don't scale then ...") does not reach past them."""
+DISTRIBUTIVES = ("the other", "the other one", "one of them", "the former", "the latter", "một cái",
+                 "cái kia", "cái còn lại", "cái đầu", "cái sau", "một bên", "bên kia")
+"""Clause openings that point at one of several things named before ("one handles PAD, the
+other future tokens"): such a clause is not said of the last subject named. "one" opens
+such a clause only where the answer also says "the other"."""
+ALTERNATIVES = ("instead of", "rather than", "thay vì", "chứ không phải")
+"""Clause openings that name what the answer sets aside ("multiple views instead of one
+averaged view"): an opposite stated there is not the answer's claim."""
 
 
 def _word_list(words: Iterable[str]) -> re.Pattern[str]:
@@ -54,19 +65,57 @@ def _word_list(words: Iterable[str]) -> re.Pattern[str]:
     return re.compile(r"(?<![\w'])(?:" + "|".join(re.escape(a) for a in alternatives) + r")(?!\w)")
 
 
-NEGATION = _word_list(w for w in NEGATIONS if w != "n't")
+SYMBOL_NEGATIONS = ("!=",)
+"""Written as symbols ("≠" is read as "!="): "attention != explanation"."""
+NEGATION = re.compile(_word_list(w for w in NEGATIONS if w != "n't").pattern + "|" + "|".join(
+    re.escape(s) for s in SYMBOL_NEGATIONS))
 NEGATION_SUFFIX = re.compile(r"\w(n't)\b")
 _ACCENTED = {strip_accents(w).lower(): w.lower() for w in NEGATIONS}
 CLAUSE_WORD = _word_list(CLAUSE_WORDS)
+_CLAUSE_ACCENTED = {strip_accents(w): w for w in CLAUSE_WORDS if strip_accents(w) != w}
 HEDGE = re.compile(_word_list(HEDGES).pattern + r"|\?")
 ANALOGY = _word_list(ANALOGIES)
-NEGATION_WORDS = "(?:" + "|".join(sorted({re.escape(strip_accents(w)) for w in NEGATIONS + PREVENTIVES
-                                           if w != "n't"}, key=len, reverse=True)) + ")"
+_FRAME = re.compile(r"\W*(?:" + _word_list(ANALOGIES + ("giống", "like", "just like", "kiểu như")).pattern + ")")
+NO_BEFORE_VI = ("la", "co", "se", "da", "dang", "chi", "cung", "bi", "duoc", "van", "thi", "lam", "khong",
+                "phai", "gay", "tinh", "nhin", "hoc", "sinh", "chua", "can", "rat", "that", "moi", "lai")
+"""Words after which "no" is Vietnamese "nó" (it) in a pattern's `{not}` or gap: "không có nghĩa
+nó là causal" ("no la", never English). `negations` reads the answer as a whole instead."""
+
+
+def _alternation(words: Iterable[str]) -> str:
+    # one letter ("k") is "không" only between Vietnamese words, which `negations` tells apart
+    escaped = sorted({re.escape(strip_accents(w)) for w in words if w != "n't" and len(w) > 1},
+                     key=len, reverse=True)
+    return "|".join(rf"no(?!\s(?:{'|'.join(NO_BEFORE_VI)})\b)" if w == "no" else w for w in escaped)
+
+
+NEGATION_WORDS = "(?:" + _alternation(NEGATIONS + PREVENTIVES) + ")"
 FUNCTION_WORD = _word_list(FUNCTION_WORDS + NEGATIONS)
-NOT = r"(?:\b(?:" + "|".join(sorted({re.escape(strip_accents(w)) for w in NEGATIONS if w != "n't"},
-                                    key=len, reverse=True)) + r")\b|\b\w*n't\b)"
+NOT = r"(?:\b(?:" + _alternation(NEGATIONS) + r")\b|\b\w*n't\b|" + "|".join(
+    re.escape(s) for s in SYMBOL_NEGATIONS) + ")"
 """`{not}` in a rubric pattern: any negation word."""
 WORD = re.compile(r"\w+")
+CONSEQUENCE = _word_list(CONSEQUENCE_WORDS)
+_OPENING = r"^\W*(?:(?:and|va|con|while|but|nhung)\s+)?"
+DISTRIBUTIVE = re.compile(_OPENING + _word_list(DISTRIBUTIVES).pattern)
+ALTERNATIVE = re.compile(_OPENING + _word_list(ALTERNATIVES).pattern)
+
+
+def analogy_frames(t: Text) -> list[tuple[int, int]]:
+    """Where a clause opens by naming an analogy up to a colon ("giống search engine: Query là
+    ...", "think of a library:"): that names the picture, it claims nothing."""
+    frames = []
+    for a, b in t.clauses:
+        colon = t.folded.find(":", a, b)
+        if colon > a and _FRAME.match(t.folded, a):
+            frames.append((a, colon))
+    return frames
+
+
+def distributive(clause: str, folded: str) -> bool:
+    """Whether the clause opens on one of several things named before (`DISTRIBUTIVES`)."""
+    return bool(DISTRIBUTIVE.match(clause) or (
+        re.match(_OPENING + r"one\b", clause) and re.search(r"\bthe other\b", folded)))
 
 
 @dataclass(frozen=True)
@@ -75,27 +124,62 @@ class Text:
     original: str
     """As written (diacritics and case), aligned character by character with `folded`."""
     clauses: tuple[tuple[int, int], ...]
+    marked: str = ""
+    """Lower case with its diacritics, each word's tone mark on its last vowel (`canon_tones`),
+    aligned with `folded`: what patterns are matched on in an answer written with diacritics."""
+
+    @property
+    def accented(self) -> bool:
+        """Written with Vietnamese diacritics: then a word means what its diacritics say
+        ("cho", for, is not "chờ", wait)."""
+        return bool(_VI_MARKS.search(self.original))
 
 
 def read(text: str) -> Text:
     """Folded (accents dropped, lower case; "tương lai" -> "tuong lai") and cut into clauses at
     . ; ! ? , line breaks and arrows (never inside brackets) and before clause words."""
-    original = re.sub(r"[^\S\n]+", " ", unicodedata.normalize("NFC", text.translate(SUPERSCRIPTS)))
+    text = unicodedata.normalize("NFC", text.translate(SUPERSCRIPTS)).replace("≠", "!=")
+    original = re.sub(r"[^\S\n]+", " ", text)
     folded = "".join((strip_accents(c) or " ")[:1].lower() for c in original)
-    return Text(folded, original, tuple(_clauses(folded)))
+    marked = canon_tones("".join((c.lower() or " ")[:1] for c in original))
+    return Text(folded, original, tuple(_clauses(folded, original)), marked)
 
 
-def _clauses(folded: str) -> Iterable[tuple[int, int]]:
+_TONES = {"\u0300", "\u0301", "\u0303", "\u0309", "\u0323"}
+_VOWELS = set("aeiouy")
+
+
+def canon_tones(text: str) -> str:
+    """Each word's tone mark moved onto its last vowel ("hóa" and "hoá", two spellings of one
+    word, both become "hoá"), keeping every other character where it was."""
+    def canon(m: re.Match[str]) -> str:
+        word = unicodedata.normalize("NFD", m.group())
+        tones = [c for c in word if c in _TONES]
+        if not tones:
+            return m.group()
+        bare = [c for c in word if c not in _TONES]
+        last = max((i for i, c in enumerate(bare) if c.lower() in _VOWELS), default=None)
+        if last is None:
+            return m.group()
+        while last + 1 < len(bare) and unicodedata.combining(bare[last + 1]):
+            last += 1
+        moved = unicodedata.normalize("NFC", "".join(bare[:last + 1] + tones[:1] + bare[last + 1:]))
+        return moved if len(moved) == len(m.group()) else m.group()
+    return re.sub(r"[^\W\d_]+", canon, unicodedata.normalize("NFC", text))
+
+
+def _clauses(folded: str, original: str) -> Iterable[tuple[int, int]]:
     cuts, depth = [0], 0
     for i, char in enumerate(folded):
         if char in "([{":
             depth += 1
         elif char in ")]}":
             depth = max(0, depth - 1)
-        elif char == "\n" or (depth == 0 and char in ",;!?") or (
+        elif char == "\n" or (depth == 0 and char in ",;!?" and folded[i:i + 2] != "!="
+                               and not _between_digits(folded, i)) or (
                 depth == 0 and char == "." and (i + 1 == len(folded) or folded[i + 1].isspace())):
             cuts += [i, i + 1]
-    cuts += [m.start() for m in CLAUSE_WORD.finditer(folded)]
+    cuts += [m.start() for m in CLAUSE_WORD.finditer(folded) if _as_written(original, m, _CLAUSE_ACCENTED)]
     cuts += [i for m in re.finditer(r"\s(?:->|=>)\s|→", folded) for i in m.span()]
     cuts = sorted(set(cuts + [len(folded)]))
     return ((a, b) for a, b in zip(cuts, cuts[1:]) if folded[a:b].strip(" \t.,;!?-*"))
@@ -106,8 +190,9 @@ def negations(t: Text) -> list[tuple[int, int]]:
     found = []
     for m in NEGATION.finditer(t.folded):
         written = t.original[m.start():m.end()]
-        if len(written) == 1 and (written.isupper() or not _between_spaces(t.folded, m.start(), m.end())):
-            continue  # "K" or "Q/K/V" is the Key; "k" alone between words is "không"
+        if len(written) == 1 and (written.isupper() or not _between_spaces(t.folded, m.start(), m.end())
+                                  or not reads_vietnamese(t)):
+            continue  # "K" or "Q/K/V" is the Key; "k" alone between Vietnamese words is "không"
         if m.group() in _VI_PLAIN_AMBIGUOUS and written.lower() == m.group() and not _plain_negation(t, m):
             continue  # "no" / "chua" without diacritics in Vietnamese: "nó" (it), "chứa" (holds)
         if written.lower() in (m.group(), _ACCENTED.get(m.group())):
@@ -141,13 +226,29 @@ def _plain_negation(t: Text, m: re.Match[str]) -> bool:
     after = WORD.findall(t.folded[m.end():m.end() + 20])
     if m.group() == "chua":
         return bool(after) and after[0] in CHUA_NEXT
-    words = WORD.findall(t.folded)
-    vietnamese = bool(_VI_MARKS.search(t.original)) or sum(w in VI_PLAIN_WORDS for w in words) >= 2
-    if not vietnamese:
+    if not reads_vietnamese(t):
         return True
     before = WORD.findall(t.folded[max(0, m.start() - 20):m.start()])
     neighbours = [w for w in (before[-1:] + after[:1])]
     return not any(w in VI_PLAIN_WORDS for w in neighbours)
+
+
+def reads_vietnamese(t: Text) -> bool:
+    """Written with Vietnamese diacritics, or holding two common Vietnamese words without them."""
+    return bool(_VI_MARKS.search(t.original)) or sum(w in VI_PLAIN_WORDS for w in WORD.findall(t.folded)) >= 2
+
+
+def _as_written(original: str, m: re.Match[str], accented: dict[str, str]) -> bool:
+    """A word listed with diacritics ("còn", as for) matches an answer written with diacritics
+    only as written with them: there "con" is another word ("con số", a number)."""
+    written = original[m.start():m.end()].lower()
+    wanted = accented.get(m.group())
+    return wanted is None or written == wanted or not _VI_MARKS.search(original)
+
+
+def _between_digits(text: str, i: int) -> bool:
+    """A comma inside a number list ("cols 2,3,4") does not end a clause."""
+    return text[i] == "," and 0 < i < len(text) - 1 and text[i - 1].isdigit() and text[i + 1].isdigit()
 
 
 def _between_spaces(text: str, start: int, end: int) -> bool:

@@ -1,0 +1,101 @@
+"""Rubric patterns compiled to regular expressions on folded text (see `grader.answers.rubric`).
+
+    term(pattern) -> re.Pattern   accents removed, whole words, `A ... B` gaps, `{not}`
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import unicodedata
+from collections.abc import Callable
+
+from grader.answers.text import NEGATION_WORDS, NOT, canon_tones
+from grader.answers.values import SUPERSCRIPTS, strip_accents
+
+_VI_MARKS = {"\u0300", "\u0301", "\u0303", "\u0309", "\u0323", "\u0306", "\u0302", "\u031b"}
+GAP_WORDS = 8
+"""`A ... B`: at most this many words between A and B."""
+
+
+@functools.lru_cache(maxsize=4096)
+def term(pattern: str, marked: bool = False) -> re.Pattern[str]:
+    """A rubric pattern as a regex: accents removed, whole words where a branch starts or
+    ends with one, `A ... B` = A then at most GAP_WORDS words then B, `{not}` any negation.
+
+    `marked`: for `Text.marked`, an answer written with diacritics. A letter the pattern writes
+    with a diacritic must be written with it ("chờ" is not "cho"); one it writes without any
+    matches it with any ("token", "khong")."""
+    pattern = pattern.translate(SUPERSCRIPTS)
+    pattern = (_by_letters(pattern, canon_tones) if marked else strip_accents(pattern)).replace("{not}", NOT)
+    parts = [_whole_words(p.strip()) for p in pattern.split(" ... ")]
+    gap = rf"(?:\W+(?!{NEGATION_WORDS}\b|\w*n't\b)\w+){{0,{GAP_WORDS}}}?\W*"
+    regex = gap.join(f"(?:{p})" for p in parts)
+    return re.compile(_any_marks(regex) if marked else regex, re.IGNORECASE)
+
+
+_VARIANTS = {base: base + "".join(sorted(
+    c for c in map(chr, range(0xC0, 0x1F00)) if c.islower() and len(unicodedata.normalize("NFD", c)) > 1
+    and unicodedata.normalize("NFD", c)[0] == base and set(unicodedata.normalize("NFD", c)[1:]) <= _VI_MARKS))
+    for base in "aeiouy"} | {"d": "dđ"}
+"""Each plain letter with every Vietnamese diacritic it can carry: "o" -> "oòóỏõọôồốổỗộơờớởỡợ"."""
+
+
+def _by_letters(pattern: str, change: Callable[[str], str]) -> str:
+    """Apply `change` to the runs of letters of a regex, leaving escapes ("\\w", "\\b") alone."""
+    return re.sub(r"(?<!\\)[^\W\d_]+", lambda m: change(m.group()), pattern)
+
+
+def _any_marks(regex: str) -> str:
+    """Each plain vowel (and "d") of a regex, outside escapes, also matches it with diacritics."""
+    out, i, in_class = [], 0, False
+    while i < len(regex):
+        char = regex[i]
+        if char == "\\":
+            out.append(regex[i:i + 2])
+            i += 2
+            continue
+        ranged = regex[i + 1:i + 2] == "-" or regex[i - 1:i] == "-"
+        if char.lower() in _VARIANTS and not (in_class and ranged):
+            variants = _VARIANTS[char.lower()]
+            out.append(variants if in_class else f"[{variants}]")
+        else:
+            out.append(char)
+            in_class = (in_class and char != "]") or (not in_class and char == "[")
+        i += 1
+    return "".join(out)
+
+
+def _whole_words(pattern: str) -> str:
+    branches = []
+    for branch in top_level_branches(pattern):
+        starts_word = bool(re.match(r"\(?(\?:)?\w", branch))
+        if starts_word:
+            branch = r"\b" + branch
+        if re.search(r"(?<!\\)\w$", branch):
+            branch += r"\b"
+        elif starts_word:
+            branch += r"(?!\w)"  # "k(_\w+)?" is "k" or "k_j", never the start of "kind"
+        branches.append(branch)
+    return "|".join(branches)
+
+
+def top_level_branches(pattern: str) -> list[str]:
+    """Split a regex at the `|`s outside groups and classes: "a|(b|c)" -> ["a", "(b|c)"]."""
+    branches, depth, start, in_class, i = [], 0, 0, False, 0
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+        elif char in "()":
+            depth += 1 if char == "(" else -1
+        elif char == "|" and depth == 0:
+            branches.append(pattern[start:i])
+            start = i + 1
+        i += 1
+    return [*branches, pattern[start:]]
