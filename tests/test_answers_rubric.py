@@ -251,3 +251,23 @@ def test_tone_marks_move_onto_the_last_vowel_and_nothing_else_moves() -> None:
     assert canon_tones("thủy tinh") == "thuỷ tinh"
     for text in ("người dùng", "Query là cái cần tìm", "plain english"):
         assert len(canon_tones(text)) == len(text)
+
+
+def test_the_first_and_the_second_and_comparisons_are_not_said_of_the_last_subject() -> None:
+    assert _grade("Cats chase mice. Dogs guard. So the first one is about mice, the second one guards.").score == 1.0
+    grade = _grade("Cats chase mice. Dogs guard the house. Chasing mice vs sleeping all day.")
+    assert (grade.score, grade.opposite) == (1.0, ()), grade
+
+
+def test_not_in_a_pattern_is_also_its_contraction() -> None:
+    assert term("not real").search("they aren't real") and term("not real").search("not real")
+    assert not term("not real").search("knot real")
+    assert term("{not} ... real").search("isn't real")  # {not} is untouched
+
+
+def test_not_necessarily_is_a_claim_not_a_hedge() -> None:
+    causal = {"rubric": [{"points": 1, "concept": "not a cause", "accept": ["{not} ... nguyên nhân"]}]}
+    sure = grade_text("Trọng số cao chưa chắc là nguyên nhân của quyết định.", causal, 1.0)
+    assert (sure.score, sure.reasons) == (1.0, ()), sure
+    hedged = grade_text("Chắc là trọng số cao không phải nguyên nhân của quyết định.", causal, 1.0)
+    assert hedged.score == 1.0 and any("hedge" in r for r in hedged.reasons)

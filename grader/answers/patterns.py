@@ -21,12 +21,13 @@ GAP_WORDS = 8
 @functools.lru_cache(maxsize=4096)
 def term(pattern: str, marked: bool = False) -> re.Pattern[str]:
     """A rubric pattern as a regex: accents removed, whole words where a branch starts or
-    ends with one, `A ... B` = A then at most GAP_WORDS words then B, `{not}` any negation.
+    ends with one, `A ... B` = A then at most GAP_WORDS words then B, `{not}` any negation,
+    "not" also its contraction ("not real" is "aren't real").
 
     `marked`: for `Text.marked`, an answer written with diacritics. A letter the pattern writes
     with a diacritic must be written with it ("chờ" is not "cho"); one it writes without any
     matches it with any ("token", "khong")."""
-    pattern = pattern.translate(SUPERSCRIPTS)
+    pattern = re.sub(r"(?<![\\\w{])not\b", r"(?:not|\\w*n't)", pattern.translate(SUPERSCRIPTS))
     pattern = (_by_letters(pattern, canon_tones) if marked else strip_accents(pattern)).replace("{not}", NOT)
     parts = [_whole_words(p.strip()) for p in pattern.split(" ... ")]
     gap = rf"(?:\W+(?!{NEGATION_WORDS}\b|\w*n't\b)\w+){{0,{GAP_WORDS}}}?\W*"

@@ -50,8 +50,9 @@ CLAUSE_WORDS = (
 CONSEQUENCE_WORDS = ("then", "thì")
 """Words that open a condition's consequence: a negation in the condition ("nếu không chia thì
 score rất lớn", "if we don't scale then ...") does not reach past them."""
-DISTRIBUTIVES = ("the other", "the other one", "one of them", "the former", "the latter", "một cái",
-                 "cái kia", "cái còn lại", "cái đầu", "cái sau", "một bên", "bên kia")
+DISTRIBUTIVES = ("the other", "the other one", "one of them", "the former", "the latter", "the first one",
+                 "the second one", "the first", "the second", "một cái", "cái kia", "cái còn lại", "cái đầu",
+                 "cái sau", "cái thứ nhất", "cái thứ hai", "một bên", "bên kia")
 """Clause openings that point at one of several things named before ("one handles PAD, the
 other future tokens"): such a clause is not said of the last subject named. "one" opens
 such a clause only where the answer also says "the other"."""
@@ -73,7 +74,8 @@ NEGATION_SUFFIX = re.compile(r"\w(n't)\b")
 _ACCENTED = {strip_accents(w).lower(): w.lower() for w in NEGATIONS}
 CLAUSE_WORD = _word_list(CLAUSE_WORDS)
 _CLAUSE_ACCENTED = {strip_accents(w): w for w in CLAUSE_WORDS if strip_accents(w) != w}
-HEDGE = re.compile(_word_list(HEDGES).pattern + r"|\?")
+HEDGE = re.compile(r"(?<!chua )(?:" + _word_list(HEDGES).pattern + r")|\?")
+"""A hedge, not after "chưa": "chưa chắc là nguyên nhân" is "not necessarily the cause", a claim."""
 ANALOGY = _word_list(ANALOGIES)
 _FRAME = re.compile(r"\W*(?:" + _word_list(ANALOGIES + ("giống", "like", "just like", "kiểu như")).pattern + ")")
 NO_BEFORE_VI = ("la", "co", "se", "da", "dang", "chi", "cung", "bi", "duoc", "van", "thi", "lam", "khong",
@@ -97,7 +99,10 @@ NOT = r"(?:\b(?:" + _alternation(NEGATIONS) + r")\b|\b\w*n't\b|" + "|".join(
 WORD = re.compile(r"\w+")
 CONSEQUENCE = _word_list(CONSEQUENCE_WORDS)
 _OPENING = r"^\W*(?:(?:and|va|con|while|but|nhung)\s+)?"
-DISTRIBUTIVE = re.compile(_OPENING + _word_list(DISTRIBUTIVES).pattern)
+DISTRIBUTIVE = re.compile(_OPENING + r"(?:\w+\s+){0,2}?" + _word_list(DISTRIBUTIVES).pattern)
+COMPARISON = _word_list(("vs", "versus", "so với", "compared to", "compared with"))
+"""A clause that compares ("sequential ops O(1) vs O(n)") speaks of both sides, so it is
+not said of the last subject named either."""
 ALTERNATIVE = re.compile(_OPENING + _word_list(ALTERNATIVES).pattern)
 
 
@@ -114,7 +119,7 @@ def analogy_frames(t: Text) -> list[tuple[int, int]]:
 
 def distributive(clause: str, folded: str) -> bool:
     """Whether the clause opens on one of several things named before (`DISTRIBUTIVES`)."""
-    return bool(DISTRIBUTIVE.match(clause) or (
+    return bool(DISTRIBUTIVE.match(clause) or COMPARISON.search(clause) or (
         re.match(_OPENING + r"one\b", clause) and re.search(r"\bthe other\b", folded)))
 
 
