@@ -117,12 +117,13 @@ class _Match:
 
 
 def _find(t: Text, rubric: Sequence[Mapping[str, Any]], kind: str, aliases: tuple[str, ...]) -> list[_Match]:
-    found = []
+    found, text = [], _matched_on(t)
     for n, item in enumerate(rubric):
         for pattern in (p for key in aliases for p in item.get(key) or ()):
+            regex = _term_on(t, pattern)
             for a, b in t.clauses:
                 found += [_Match(a + m.start(), a + m.end(), n, kind)
-                          for m in _term_on(t, pattern).finditer(_matched_on(t)[a:b]) if m.end() > m.start()]
+                          for m in regex.finditer(text[a:b]) if m.end() > m.start()]
     return found
 
 

@@ -132,12 +132,9 @@ class Text:
     marked: str = ""
     """Lower case with its diacritics, each word's tone mark on its last vowel (`canon_tones`),
     aligned with `folded`: what patterns are matched on in an answer written with diacritics."""
-
-    @property
-    def accented(self) -> bool:
-        """Written with Vietnamese diacritics: then a word means what its diacritics say
-        ("cho", for, is not "chờ", wait)."""
-        return bool(_VI_MARKS.search(self.original))
+    accented: bool = False
+    """Written with Vietnamese diacritics: then a word means what its diacritics say ("cho",
+    for, is not "chờ", wait)."""
 
 
 def read(text: str) -> Text:
@@ -147,7 +144,7 @@ def read(text: str) -> Text:
     original = re.sub(r"[^\S\n]+", " ", text)
     folded = "".join((strip_accents(c) or " ")[:1].lower() for c in original)
     marked = canon_tones("".join((c.lower() or " ")[:1] for c in original))
-    return Text(folded, original, tuple(_clauses(folded, original)), marked)
+    return Text(folded, original, tuple(_clauses(folded, original)), marked, bool(_VI_MARKS.search(original)))
 
 
 _TONES = {"\u0300", "\u0301", "\u0303", "\u0309", "\u0323"}
@@ -240,7 +237,7 @@ def _plain_negation(t: Text, m: re.Match[str]) -> bool:
 
 def reads_vietnamese(t: Text) -> bool:
     """Written with Vietnamese diacritics, or holding two common Vietnamese words without them."""
-    return bool(_VI_MARKS.search(t.original)) or sum(w in VI_PLAIN_WORDS for w in WORD.findall(t.folded)) >= 2
+    return t.accented or sum(w in VI_PLAIN_WORDS for w in WORD.findall(t.folded)) >= 2
 
 
 def _as_written(original: str, m: re.Match[str], accented: dict[str, str]) -> bool:
