@@ -271,3 +271,10 @@ def test_not_necessarily_is_a_claim_not_a_hedge() -> None:
     assert (sure.score, sure.reasons) == (1.0, ()), sure
     hedged = grade_text("Chắc là trọng số cao không phải nguyên nhân của quyết định.", causal, 1.0)
     assert hedged.score == 1.0 and any("hedge" in r for r in hedged.reasons)
+
+
+def test_an_answer_that_only_sometimes_has_marks_is_read_without_them() -> None:
+    wait = {"rubric": [{"points": 1, "concept": "each step waits", "accept": ["chờ"]}]}
+    # "kiểu" has marks, but "la", "khong", "va" are typed plain: the writer drops marks
+    assert grade_text("kiểu la buoc sau phai cho buoc truoc va khong song song", wait, 1.0).score == 1.0
+    assert grade_text("Kiểu là bước sau phải cho bước trước.", wait, 1.0).score == 0.0

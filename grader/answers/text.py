@@ -144,7 +144,19 @@ def read(text: str) -> Text:
     original = re.sub(r"[^\S\n]+", " ", text)
     folded = "".join((strip_accents(c) or " ")[:1].lower() for c in original)
     marked = canon_tones("".join((c.lower() or " ")[:1] for c in original))
-    return Text(folded, original, tuple(_clauses(folded, original)), marked, bool(_VI_MARKS.search(original)))
+    return Text(folded, original, tuple(_clauses(folded, original)), marked, _written_with_marks(original))
+
+
+ALWAYS_MARKED = frozenset(
+    "la cua khong duoc cac nhung mot voi nay roi se dang phai cung nhu bang vao hon thi va nen".split())
+"""Vietnamese words never written without their marks by someone typing with them: two of
+these plain ("la", "khong") in an answer that has marks elsewhere means its writer types
+marks only now and then, and it is read as if it had none."""
+
+
+def _written_with_marks(original: str) -> bool:
+    words = WORD.findall(original.lower())
+    return bool(_VI_MARKS.search(original)) and sum(w in ALWAYS_MARKED for w in words) < 2
 
 
 _TONES = {"\u0300", "\u0301", "\u0303", "\u0309", "\u0323"}
