@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from grader.answers.patterns import term
-from grader.answers.rubric import check_rubric, grade_text
+from grader.answers.patterns import check_rubric, term
+from grader.answers.rubric import grade_text
 
 PETS = {"rubric": [
     {"points": 0.5, "concept": "cats chase mice",
@@ -278,3 +278,21 @@ def test_an_answer_that_only_sometimes_has_marks_is_read_without_them() -> None:
     # "kiểu" has marks, but "la", "khong", "va" are typed plain: the writer drops marks
     assert grade_text("kiểu la buoc sau phai cho buoc truoc va khong song song", wait, 1.0).score == 1.0
     assert grade_text("Kiểu là bước sau phải cho bước trước.", wait, 1.0).score == 0.0
+
+
+def test_both_says_a_point_of_every_subject() -> None:
+    # "both" hands the cats' point to the dogs too: the dogs' opposite, flagged
+    grade = _grade("Both chase mice; the dogs also guard the house.")
+    assert "dogs guard the house" not in grade.found and grade.reasons, grade
+    assert _grade("Cats chase mice; dogs guard the house.").reasons == ()
+
+
+def test_a_sure_partial_says_its_point_where_it_names_the_topic() -> None:
+    speed = {"rubric": [
+        {"points": 0.5, "concept": "less memory", "topic": ["memory"], "accept": ["less memory"]},
+        {"points": 0.5, "concept": "faster on the GPU", "topic": ["gpus?"], "accept": ["faster"]},
+    ]}
+    sure = grade_text("The GPU runs the whole thing faster than before, that is all.", speed, 1.0)
+    assert (sure.score, sure.reasons) == (0.5, ()), sure
+    unsure = grade_text("It fixes the network between GPUs in training, so syncing gets faster overall.", speed, 1.0)
+    assert unsure.score == 0.5 and unsure.reasons, unsure

@@ -47,7 +47,8 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from grader.answers.rubric import check_rubric, grade_text
+from grader.answers.patterns import check_rubric
+from grader.answers.rubric import grade_text
 from grader.answers.submitted import (
     load_answers,
     parse_answers,

@@ -1,6 +1,7 @@
 """Rubric patterns compiled to regular expressions on folded text (see `grader.answers.rubric`).
 
     term(pattern) -> re.Pattern   accents removed, whole words, `A ... B` gaps, `{not}`
+    check_rubric(rubric, points)  raises ValueError for a broken rubric
 """
 
 from __future__ import annotations
@@ -8,12 +9,14 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from grader.answers.text import NEGATION_WORDS, NOT, canon_tones
 from grader.answers.values import SUPERSCRIPTS, strip_accents
 
 _VI_MARKS = {"\u0300", "\u0301", "\u0303", "\u0309", "\u0323", "\u0306", "\u0302", "\u031b"}
+_EPS = 1e-9
 GAP_WORDS = 8
 """`A ... B`: at most this many words between A and B."""
 
@@ -100,3 +103,34 @@ def top_level_branches(pattern: str) -> list[str]:
             start = i + 1
         i += 1
     return [*branches, pattern[start:]]
+
+
+def check_rubric(rubric: Any, points: float) -> None:
+    """Raise ValueError naming what is wrong with a text question's rubric."""
+    if not isinstance(rubric, list) or not rubric:
+        raise ValueError("a text question needs a non-empty `rubric` list")
+    total = 0.0
+    for n, item in enumerate(rubric, 1):
+        if not isinstance(item, Mapping) or not isinstance(item.get("concept"), str):
+            raise ValueError(f"rubric item {n} needs a `concept` name")
+        value = item.get("points")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+            raise ValueError(f"rubric item {n} needs positive `points`")
+        if not (item.get("accept") or item.get("any") or item.get("all")):
+            raise ValueError(f"rubric item {n} needs `accept` (or `any` or `all`) patterns")
+        unknown = set(item) - {"points", "concept", "subject", "topic", "accept", "reject", "any", "all", "none"}
+        if unknown:
+            raise ValueError(f"rubric item {n}: unknown field(s) {sorted(unknown)}")
+        for name in ("subject", "topic", "accept", "reject", "any", "all", "none"):
+            patterns = item.get(name) or []
+            if not isinstance(patterns, list) or not all(isinstance(p, str) and p for p in patterns):
+                raise ValueError(f"rubric item {n}: `{name}` must be a list of words or regexes")
+            for p in patterns:
+                try:
+                    term(p)
+                except re.error as exc:
+                    raise ValueError(f"rubric item {n}: {p!r} is not a valid regular expression "
+                                     f"({exc})") from None
+        total += value
+    if total < points - _EPS:
+        raise ValueError(f"the rubric's points add up to {total}, less than the question's {points}")

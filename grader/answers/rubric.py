@@ -1,7 +1,7 @@
 r"""Written answers (question type `text`) scored by the claims they make, not by words.
 
     grade_text(text, entry, points, prompt) -> TextGrade   score, concepts found/missed, review reasons
-    check_rubric(rubric, points)                          raises ValueError for a broken rubric
+    (a rubric's own checks: `grader.answers.patterns.check_rubric`)
 
 A rubric is a list of items, one per key point, each with its `points` and `concept` and:
 
@@ -65,6 +65,7 @@ from grader.answers.text import (
     FUNCTION_WORD,
     HEDGE,
     NEGATION_REACH,
+    SHARED_BY_ALL,
     SHORT_REACH,
     WORD,
     Text,
@@ -198,7 +199,8 @@ def grade_text(text: str, entry: Mapping[str, Any], points: float, prompt: str =
     claims = [m for m in _claims(said) if not any(a <= m.start < b for a, b in frames)]
     found_negations = negations(t)
     spans = subjects + claims
-    topics = {m.item for m in _find(t, rubric, "topic", ("topic",))}
+    topic_matches = _find(t, rubric, "topic", ("topic",))
+    topics = {m.item for m in topic_matches}
     evidence = [_Evidence(named=n in topics or any(s.item == n for s in subjects)) for n in range(len(rubric))]
     has_subject = [bool(item.get("subject")) for item in rubric]
     swapped: list[tuple[int, tuple[int, int]]] = []
@@ -210,6 +212,11 @@ def grade_text(text: str, entry: Mapping[str, Any], points: float, prompt: str =
         if m.kind == "reject" and ALTERNATIVE.match(t.folded[clause[0]:clause[1]]):
             continue  # "... instead of one averaged view": the opposite is set aside, not claimed
         negated = _negated(m, found_negations, spans, t, clause)
+        if has_subject[m.item] and SHARED_BY_ALL.match(t.folded[clause[0]:clause[1]]) and not any(
+                clause[0] <= s.start < m.start for s in subjects):
+            about = m.item  # "both block future tokens": said of each subject, its own included
+            if m.kind == "accept" and not negated:
+                swapped += [(n, clause) for n in range(len(rubric)) if has_subject[n] and n != m.item]
         ev = evidence[m.item if about is None else about]
         if about is None and m.kind == "accept" and not negated:
             ev.unbound = True  # said of nothing named: read as said of its own subject
@@ -256,7 +263,7 @@ def grade_text(text: str, entry: Mapping[str, Any], points: float, prompt: str =
         reasons.add("mixed")
     words = len(WORD.findall(t.folded))
     if _EPS < score < points - _EPS and not listing and (asks_for_a_list or not _sure_partial(
-            t, rubric, scored, evidence, claims, spans, found_negations, words)):
+            t, rubric, scored, evidence, claims, spans, found_negations, words, topic_matches)):
         reasons.add("partial")  # where credit is split, a person decides how much
     if score > _EPS and HEDGE.search(t.folded):
         reasons.add("hedge")
@@ -278,9 +285,10 @@ def grade_text(text: str, entry: Mapping[str, Any], points: float, prompt: str =
 
 def _sure_partial(t: Text, rubric: Sequence[Mapping[str, Any]], scored: Sequence[bool],
                   evidence: Sequence[_Evidence], claims: Sequence[_Match], spans: Sequence[_Match],
-                  found_negations: Sequence[tuple[int, int]], words: int) -> bool:
+                  found_negations: Sequence[tuple[int, int]], words: int, topics: Sequence[_Match]) -> bool:
     """A partial score the grader may stand by without a person: each point credited is
-    said of what it is about (its subject or `topic` named); each missed one has a `subject`
+    said of what it is about (its subject named, or its `topic` in the clause that says it);
+    each missed one has a `subject`
     or `topic` and is silent (not named, none of its wordings occurs, no other point is said
     of its subject); every negation lies inside a matched wording ("không bị saturated") or in
     a clause that states no point ("..., which it shouldn't be able to");
@@ -290,7 +298,7 @@ def _sure_partial(t: Text, rubric: Sequence[Mapping[str, Any]], scored: Sequence
     for n, credited in enumerate(scored):
         ev = evidence[n]
         if credited:
-            if not ev.named:
+            if not ev.named or not (rubric[n].get("subject") or _named_where_said(t, n, claims, topics)):
                 return False  # the point said must be said of what it is about, not met in passing
             continue
         if not (rubric[n].get("subject") or rubric[n].get("topic")):
@@ -305,9 +313,20 @@ def _sure_partial(t: Text, rubric: Sequence[Mapping[str, Any]], scored: Sequence
                for a, b in found_negations)
 
 
+def _named_where_said(t: Text, n: int, claims: Sequence[_Match], topics: Sequence[_Match]) -> bool:
+    """Whether a wording of item `n` is said in a clause that names its topic: "giúp đồng bộ
+    gradient nhanh hơn" is fast, but not said of what the point is about."""
+    return any(_clause(t, m.start) == _clause(t, x.start) for m in claims if m.item == n and m.kind == "accept"
+               for x in topics if x.item == n)
+
+
+def _clause(t: Text, at: int) -> tuple[int, int]:
+    return next(c for c in t.clauses if c[0] <= at < c[1])
+
+
 def _clause_claims(t: Text, at: int, claims: Sequence[_Match]) -> bool:
     """Whether the clause holding position `at` states any point or its opposite."""
-    a, b = next(c for c in t.clauses if c[0] <= at < c[1])
+    a, b = _clause(t, at)
     return any(a <= m.start < b for m in claims)
 
 
@@ -354,37 +373,3 @@ def _copies_question(t: Text, prompts: Sequence[str]) -> bool:
         if len(words) >= 3 and len(words & asked) >= COPY_SHARE * len(words):
             return True
     return False
-
-
-# --------------------------------------------------------------------- key checks
-
-
-def check_rubric(rubric: Any, points: float) -> None:
-    """Raise ValueError naming what is wrong with a text question's rubric."""
-    if not isinstance(rubric, list) or not rubric:
-        raise ValueError("a text question needs a non-empty `rubric` list")
-    total = 0.0
-    for n, item in enumerate(rubric, 1):
-        if not isinstance(item, Mapping) or not isinstance(item.get("concept"), str):
-            raise ValueError(f"rubric item {n} needs a `concept` name")
-        value = item.get("points")
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-            raise ValueError(f"rubric item {n} needs positive `points`")
-        if not (item.get("accept") or item.get("any") or item.get("all")):
-            raise ValueError(f"rubric item {n} needs `accept` (or `any` or `all`) patterns")
-        unknown = set(item) - {"points", "concept", "subject", "topic", "accept", "reject", "any", "all", "none"}
-        if unknown:
-            raise ValueError(f"rubric item {n}: unknown field(s) {sorted(unknown)}")
-        for name in ("subject", "topic", "accept", "reject", "any", "all", "none"):
-            patterns = item.get(name) or []
-            if not isinstance(patterns, list) or not all(isinstance(p, str) and p for p in patterns):
-                raise ValueError(f"rubric item {n}: `{name}` must be a list of words or regexes")
-            for p in patterns:
-                try:
-                    term(p)
-                except re.error as exc:
-                    raise ValueError(f"rubric item {n}: {p!r} is not a valid regular expression "
-                                     f"({exc})") from None
-        total += value
-    if total < points - _EPS:
-        raise ValueError(f"the rubric's points add up to {total}, less than the question's {points}")

@@ -56,6 +56,8 @@ DISTRIBUTIVES = ("the other", "the other one", "one of them", "the former", "the
 """Clause openings that point at one of several things named before ("one handles PAD, the
 other future tokens"): such a clause is not said of the last subject named. "one" opens
 such a clause only where the answer also says "the other"."""
+SHARED = ("both", "both of them", "they both", "each of them", "all of them", "cả hai", "cả 2", "hai cái đều")
+"""Clause openings that say what follows of every subject named ("both block future tokens")."""
 ALTERNATIVES = ("instead of", "rather than", "thay vì", "chứ không phải")
 """Clause openings that name what the answer sets aside ("multiple views instead of one
 averaged view"): an opposite stated there is not the answer's claim."""
@@ -104,6 +106,7 @@ COMPARISON = _word_list(("vs", "versus", "so với", "compared to", "compared wi
 """A clause that compares ("sequential ops O(1) vs O(n)") speaks of both sides, so it is
 not said of the last subject named either."""
 ALTERNATIVE = re.compile(_OPENING + _word_list(ALTERNATIVES).pattern)
+SHARED_BY_ALL = re.compile(_OPENING + _word_list(SHARED).pattern)
 
 
 def analogy_frames(t: Text) -> list[tuple[int, int]]:
