@@ -12,10 +12,9 @@ import unicodedata
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from grader.answers.text import NEGATION_WORDS, NOT, canon_tones
+from grader.answers.text import NEGATION_WORDS, NOT, VI_MARKS, canon_tones
 from grader.answers.values import SUPERSCRIPTS, strip_accents
 
-_VI_MARKS = {"\u0300", "\u0301", "\u0303", "\u0309", "\u0323", "\u0306", "\u0302", "\u031b"}
 _EPS = 1e-9
 GAP_WORDS = 8
 """`A ... B`: at most this many words between A and B."""
@@ -40,7 +39,7 @@ def term(pattern: str, marked: bool = False) -> re.Pattern[str]:
 
 _VARIANTS = {base: base + "".join(sorted(
     c for c in map(chr, range(0xC0, 0x1F00)) if c.islower() and len(unicodedata.normalize("NFD", c)) > 1
-    and unicodedata.normalize("NFD", c)[0] == base and set(unicodedata.normalize("NFD", c)[1:]) <= _VI_MARKS))
+    and unicodedata.normalize("NFD", c)[0] == base and set(unicodedata.normalize("NFD", c)[1:]) <= VI_MARKS))
     for base in "aeiouy"} | {"d": "dđ"}
 """Each plain letter with every Vietnamese diacritic it can carry: "o" -> "oòóỏõọôồốổỗộơờớởỡợ"."""
 

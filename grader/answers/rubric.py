@@ -121,7 +121,7 @@ def _find(t: Text, rubric: Sequence[Mapping[str, Any]], kind: str, aliases: tupl
     found, text = [], _matched_on(t)
     for n, item in enumerate(rubric):
         for pattern in (p for key in aliases for p in item.get(key) or ()):
-            regex = _term_on(t, pattern)
+            regex = term(pattern, t.accented)
             for a, b in t.clauses:
                 found += [_Match(a + m.start(), a + m.end(), n, kind)
                           for m in regex.finditer(text[a:b]) if m.end() > m.start()]
@@ -131,10 +131,6 @@ def _find(t: Text, rubric: Sequence[Mapping[str, Any]], kind: str, aliases: tupl
 def _matched_on(t: Text) -> str:
     """An answer written with diacritics is read with them (`Text.marked`), else folded."""
     return t.marked if t.accented else t.folded
-
-
-def _term_on(t: Text, pattern: str) -> re.Pattern[str]:
-    return term(pattern, t.accented)
 
 
 def _subjects(matches: list[_Match]) -> list[_Match]:
@@ -207,7 +203,7 @@ def grade_text(text: str, entry: Mapping[str, Any], points: float, prompt: str =
     own_in_clause: set[tuple[int, tuple[int, int]]] = set()
     asked = _words(prompt, *(entry.get("prompts") or ()))
     for m in claims:
-        clause = next(c for c in t.clauses if c[0] <= m.start < c[1])
+        clause = _clause(t, m.start)
         about = _said_of(m, subjects, clause, t.folded) if has_subject[m.item] else m.item
         if m.kind == "reject" and ALTERNATIVE.match(t.folded[clause[0]:clause[1]]):
             continue  # "... instead of one averaged view": the opposite is set aside, not claimed
@@ -250,7 +246,7 @@ def grade_text(text: str, entry: Mapping[str, Any], points: float, prompt: str =
         return TextGrade(0.0, (), tuple(str(i["concept"]) for i in rubric), (), (), copied=True)
     scored, reasons = [], set()
     for item, ev in zip(rubric, evidence):
-        all_ok = all(_term_on(t, p).search(_matched_on(t)) for p in item.get("all") or ())
+        all_ok = all(term(p, t.accented).search(_matched_on(t)) for p in item.get("all") or ())
         credited = (ev.said or ev.unbound) and not ev.opposite and all_ok and not listing
         scored.append(credited)
         if ev.negated:

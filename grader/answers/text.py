@@ -162,7 +162,10 @@ def _written_with_marks(original: str) -> bool:
     return bool(_VI_MARKS.search(original)) and sum(w in ALWAYS_MARKED for w in words) < 2
 
 
-_TONES = {"\u0300", "\u0301", "\u0303", "\u0309", "\u0323"}
+TONE_MARKS = frozenset("\u0300\u0301\u0303\u0309\u0323")
+"""The five Vietnamese tone marks as combining characters (grave, acute, tilde, hook, dot)."""
+VI_MARKS = TONE_MARKS | frozenset("\u0306\u0302\u031b")
+"""Those and the vowel marks (breve, circumflex, horn): every combining mark Vietnamese uses."""
 _VOWELS = set("aeiouy")
 
 
@@ -171,10 +174,10 @@ def canon_tones(text: str) -> str:
     word, both become "hoá"), keeping every other character where it was."""
     def canon(m: re.Match[str]) -> str:
         word = unicodedata.normalize("NFD", m.group())
-        tones = [c for c in word if c in _TONES]
+        tones = [c for c in word if c in TONE_MARKS]
         if not tones:
             return m.group()
-        bare = [c for c in word if c not in _TONES]
+        bare = [c for c in word if c not in TONE_MARKS]
         last = max((i for i, c in enumerate(bare) if c.lower() in _VOWELS), default=None)
         if last is None:
             return m.group()
