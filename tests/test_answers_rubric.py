@@ -296,3 +296,11 @@ def test_a_sure_partial_says_its_point_where_it_names_the_topic() -> None:
     assert (sure.score, sure.reasons) == (0.5, ()), sure
     unsure = grade_text("It fixes the network between GPUs in training, so syncing gets faster overall.", speed, 1.0)
     assert unsure.score == 0.5 and unsure.reasons, unsure
+
+
+def test_an_opposite_inside_an_analogy_is_its_picture() -> None:
+    grade = _grade("Cats are like hunters that chase mice, dogs guard the house.")
+    assert grade.score == 1.0
+    # the picture holds the words of an opposite ("fear mice"), not the claim
+    assert _grade("Cats chase mice; it is like an elephant that fears mice. Dogs guard.").score == 1.0
+    assert _grade("Cats fear mice; dogs guard.").score == 0.5

@@ -64,6 +64,7 @@ from grader.answers.text import (
     CONSEQUENCE,
     FUNCTION_WORD,
     HEDGE,
+    LIKENESS,
     NEGATION_REACH,
     SHARED_BY_ALL,
     SHORT_REACH,
@@ -205,8 +206,10 @@ def grade_text(text: str, entry: Mapping[str, Any], points: float, prompt: str =
     for m in claims:
         clause = _clause(t, m.start)
         about = _said_of(m, subjects, clause, t.folded) if has_subject[m.item] else m.item
-        if m.kind == "reject" and ALTERNATIVE.match(t.folded[clause[0]:clause[1]]):
-            continue  # "... instead of one averaged view": the opposite is set aside, not claimed
+        if m.kind == "reject" and (ALTERNATIVE.match(t.folded[clause[0]:clause[1]])
+                                   or LIKENESS.search(t.folded, clause[0], m.start)):
+            continue  # "... instead of one averaged view": the opposite is set aside, not claimed;
+            # "Q giống câu search user gõ vào": an analogy's picture, not a claim
         negated = _negated(m, found_negations, spans, t, clause)
         if has_subject[m.item] and SHARED_BY_ALL.match(t.folded[clause[0]:clause[1]]) and not any(
                 clause[0] <= s.start < m.start for s in subjects):

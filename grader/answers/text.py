@@ -79,6 +79,9 @@ _CLAUSE_ACCENTED = {strip_accents(w): w for w in CLAUSE_WORDS if strip_accents(w
 HEDGE = re.compile(r"(?<!chua )(?:" + _word_list(HEDGES).pattern + r")|\?")
 """A hedge, not after "chưa": "chưa chắc là nguyên nhân" is "not necessarily the cause", a claim."""
 ANALOGY = _word_list(ANALOGIES)
+LIKENESS = re.compile(ANALOGY.pattern + r"|\bgiong\b|\b(?:is|are|'s|acts|works|looks|just) like\b")
+"""An analogy opened in a clause ("Q giống câu search user gõ vào", "K is like a label"):
+what follows it in the clause is its picture, so an opposite's words there claim nothing."""
 _FRAME = re.compile(r"\W*(?:" + _word_list(ANALOGIES + ("giống", "like", "just like", "kiểu như")).pattern + ")")
 NO_BEFORE_VI = ("la", "co", "se", "da", "dang", "chi", "cung", "bi", "duoc", "van", "thi", "lam", "khong",
                 "phai", "gay", "tinh", "nhin", "hoc", "sinh", "chua", "can", "rat", "that", "moi", "lai")
