@@ -304,3 +304,9 @@ def test_an_opposite_inside_an_analogy_is_its_picture() -> None:
     # the picture holds the words of an opposite ("fear mice"), not the claim
     assert _grade("Cats chase mice; it is like an elephant that fears mice. Dogs guard.").score == 1.0
     assert _grade("Cats fear mice; dogs guard.").score == 0.5
+
+
+def test_not_only_adds_a_point_and_denies_none() -> None:
+    assert _grade("Cats not only chase mice, dogs guard the house too.").score == 1.0
+    assert _grade("Mèo không chỉ đuổi chuột, chó canh nhà.").score == 1.0
+    assert _grade("Mèo không đuổi chuột, chó canh nhà.").score == 0.5

@@ -218,9 +218,15 @@ def negations(t: Text) -> list[tuple[int, int]]:
             continue  # "K" or "Q/K/V" is the Key; "k" alone between Vietnamese words is "không"
         if m.group() in _VI_PLAIN_AMBIGUOUS and written.lower() == m.group() and not _plain_negation(t, m):
             continue  # "no" / "chua" without diacritics in Vietnamese: "nó" (it), "chứa" (holds)
+        if NOT_ONLY.match(t.folded, m.end()):
+            continue  # "không chỉ do một lớp", "not only": a point is added, none denied
         if written.lower() in (m.group(), _ACCENTED.get(m.group())):
             found.append(m.span())
-    return found + [m.span(1) for m in NEGATION_SUFFIX.finditer(t.folded)]
+    return found + [m.span(1) for m in NEGATION_SUFFIX.finditer(t.folded) if not NOT_ONLY.match(t.folded, m.end(1))]
+
+
+NOT_ONLY = re.compile(r"\s+(?:only|just|merely|simply|chi(?!\s+ra\b)|moi)\b")
+"""After a negation: "not only", "không chỉ" (but not "không chỉ ra", does not point out)."""
 
 
 VI_PLAIN_WORDS = frozenset((
