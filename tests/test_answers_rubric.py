@@ -229,7 +229,7 @@ def test_no_before_a_vietnamese_word_is_it_not_a_negation_in_a_pattern() -> None
 def test_a_negation_in_a_clause_without_a_point_leaves_a_partial_sure() -> None:
     sure = grade_text("The cover keeps the heat inside the pot while cooking, which you cannot skip.", SCALE, 1.0)
     assert (sure.score, sure.reasons) == (0.5, ()), sure
-    unsure = grade_text("The cover does not only keep the heat inside the pot while cooking.", SCALE, 1.0)
+    unsure = grade_text("It is not the cover alone that keeps the heat inside the pot.", SCALE, 1.0)
     assert unsure.reasons
 
 
