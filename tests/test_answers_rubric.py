@@ -310,3 +310,11 @@ def test_not_only_adds_a_point_and_denies_none() -> None:
     assert _grade("Cats not only chase mice, dogs guard the house too.").score == 1.0
     assert _grade("Mèo không chỉ đuổi chuột, chó canh nhà.").score == 1.0
     assert _grade("Mèo không đuổi chuột, chó canh nhà.").score == 0.5
+
+
+def test_a_denial_said_of_nothing_named_sets_two_subjects_side_by_side() -> None:
+    # "no guarding: cats chase mice" denies it of the cats, so says it of the dogs; flagged
+    grade = _grade("No guarding at all; cats only chase mice, all day long.")
+    assert grade.score == 1.0 and any("negation" in r for r in grade.reasons), grade
+    # said of a subject named before it, a denial is that subject's opposite, as ever
+    assert _grade("Dogs never guard anything. Cats chase mice.").score == 0.5

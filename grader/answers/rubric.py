@@ -220,6 +220,9 @@ def grade_text(text: str, entry: Mapping[str, Any], points: float, prompt: str =
         if about is None and m.kind == "accept" and not negated:
             ev.unbound = True  # said of nothing named: read as said of its own subject
             continue
+        if about is None and m.kind == "accept" and sum(has_subject) == len(rubric) == 2:
+            ev.unbound = ev.negated = True  # denied of nothing named where two subjects are set side
+            continue  # by side: "no step-by-step chain: all at once" says it of the other one (flagged)
         if about is not None and about != m.item:
             # Another item's point said of this item's subject: swapped roles, unless this
             # item's own point is also said in that clause, or the clause names both (a
