@@ -318,3 +318,15 @@ def test_a_denial_said_of_nothing_named_sets_two_subjects_side_by_side() -> None
     assert grade.score == 1.0 and any("negation" in r for r in grade.reasons), grade
     # said of a subject named before it, a denial is that subject's opposite, as ever
     assert _grade("Dogs never guard anything. Cats chase mice.").score == 0.5
+
+
+PETS3 = {"rubric": [*PETS["rubric"], {"points": 0.5, "concept": "birds sing",
+                                      "subject": ["birds?|chim"], "accept": ["sing\\w*|hót"]}]}
+
+
+def test_a_clause_that_relates_two_other_points_swaps_no_role() -> None:
+    text = "Cats chase mice. Dogs guard the house. Birds sing; guarding fits with chasing mice."
+    grade = grade_text(text, PETS3, 1.5)
+    assert (grade.score, grade.opposite) == (1.5, ()), grade
+    # one other item's point said of the birds is still a swapped role
+    assert "birds sing" in grade_text("Cats chase mice. Dogs guard. Birds guard the nest.", PETS3, 1.5).missed

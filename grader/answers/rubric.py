@@ -226,9 +226,12 @@ def grade_text(text: str, entry: Mapping[str, Any], points: float, prompt: str =
         if about is not None and about != m.item:
             # Another item's point said of this item's subject: swapped roles, unless this
             # item's own point is also said in that clause, or the clause names both (a
-            # relation: "queries are compared with the key").
+            # relation: "queries are compared with the key"), or says the points of two other
+            # items (a relation between them: "how well its label fits my question").
             if m.kind == "accept" and not negated and not any(
-                    x.item == m.item and clause[0] <= x.start < clause[1] for x in subjects):
+                    x.item == m.item and clause[0] <= x.start < clause[1] for x in subjects) and len(
+                    {x.item for x in claims if clause[0] <= x.start < clause[1] and x.kind == "accept"}
+                    - {about}) < 2:
                 swapped.append((about, clause))
             continue
         if m.kind == "accept":
