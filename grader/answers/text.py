@@ -150,7 +150,8 @@ def read(text: str) -> Text:
     original = re.sub(r"[^\S\n]+", " ", text)
     folded = "".join((strip_accents(c) or " ")[:1].lower() for c in original)
     marked = canon_tones("".join((c.lower() or " ")[:1] for c in original))
-    return Text(folded, original, tuple(_clauses(folded, original)), marked, _written_with_marks(original))
+    accented = _written_with_marks(original)
+    return Text(folded, original, tuple(_clauses(folded, original, accented)), marked, accented)
 
 
 ALWAYS_MARKED = frozenset(
@@ -191,7 +192,7 @@ def canon_tones(text: str) -> str:
     return re.sub(r"[^\W\d_]+", canon, unicodedata.normalize("NFC", text))
 
 
-def _clauses(folded: str, original: str) -> Iterable[tuple[int, int]]:
+def _clauses(folded: str, original: str, accented: bool) -> Iterable[tuple[int, int]]:
     cuts, depth = [0], 0
     for i, char in enumerate(folded):
         if char in "([{":
@@ -202,7 +203,8 @@ def _clauses(folded: str, original: str) -> Iterable[tuple[int, int]]:
                                and not _between_digits(folded, i)) or (
                 depth == 0 and char == "." and (i + 1 == len(folded) or folded[i + 1].isspace())):
             cuts += [i, i + 1]
-    cuts += [m.start() for m in CLAUSE_WORD.finditer(folded) if _as_written(original, m, _CLAUSE_ACCENTED)]
+    cuts += [m.start() for m in CLAUSE_WORD.finditer(folded)
+             if not accented or _as_written(original, m, _CLAUSE_ACCENTED)]
     cuts += [i for m in re.finditer(r"\s(?:->|=>)\s|→", folded) for i in m.span()]
     cuts = sorted(set(cuts + [len(folded)]))
     return ((a, b) for a, b in zip(cuts, cuts[1:]) if folded[a:b].strip(" \t.,;!?-*"))
@@ -268,11 +270,11 @@ def reads_vietnamese(t: Text) -> bool:
 
 
 def _as_written(original: str, m: re.Match[str], accented: dict[str, str]) -> bool:
-    """A word listed with diacritics ("còn", as for) matches an answer written with diacritics
-    only as written with them: there "con" is another word ("con số", a number)."""
+    """A word listed with diacritics ("còn", as for), in an answer written with diacritics
+    (`Text.accented`), only as written with them: there "con" is another word ("con số")."""
     written = original[m.start():m.end()].lower()
     wanted = accented.get(m.group())
-    return wanted is None or written == wanted or not _VI_MARKS.search(original)
+    return wanted is None or written == wanted
 
 
 def _between_digits(text: str, i: int) -> bool:
