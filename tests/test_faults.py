@@ -451,15 +451,20 @@ def scale(x, k):
     return x * k
 '''
 
+def _slow_class(tmp_path: Path, n: int, jobs: int) -> tuple[list[str], Path]:
+    """`n` correct, slow submissions of the tiny assignment: the arguments that grade them
+    with `jobs` workers, and the output folder."""
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    for i in range(n):
+        (subs / f"s{i}").mkdir(parents=True)
+        (subs / f"s{i}" / "solution.py").write_text(SLOW_HONEST)
+    return ["grade", str(subs), "--assignment", str(TINY / "assignment.yaml"), "--out", str(out),
+            "--jobs", str(jobs), "--quiet"], out
+
 
 @pytest.mark.slow
 def test_a_killed_worker_costs_a_not_gradable_result_graded_again_next_run(tmp_path) -> None:
-    subs, out = tmp_path / "subs", tmp_path / "out"
-    for i in range(4):
-        (subs / f"s{i}").mkdir(parents=True)
-        (subs / f"s{i}" / "solution.py").write_text(SLOW_HONEST)
-    args = ["grade", str(subs), "--assignment", str(TINY / "assignment.yaml"), "--out", str(out),
-            "--jobs", "1", "--quiet"]
+    args, out = _slow_class(tmp_path, 4, jobs=1)
     code, err, killed = _grade_killing(args, out, after=1, word=WORKER)
     assert code == 0, err[-3000:]
     assert killed, "no worker was found to kill"
@@ -482,17 +487,11 @@ def test_a_killed_worker_costs_a_not_gradable_result_graded_again_next_run(tmp_p
 
 
 @pytest.mark.slow
-@pytest.mark.slow
 def test_the_workers_template_killed_mid_batch_costs_nothing(tmp_path) -> None:
     """The workers are forks of one template (imports paid once). It holds no grading
     state: killed mid-batch, its workers go on, and a replacement worker would start as
     a process of its own."""
-    subs, out = tmp_path / "subs", tmp_path / "out"
-    for i in range(6):
-        (subs / f"s{i}").mkdir(parents=True)
-        (subs / f"s{i}" / "solution.py").write_text(SLOW_HONEST)
-    args = ["grade", str(subs), "--assignment", str(TINY / "assignment.yaml"), "--out", str(out),
-            "--jobs", "2", "--quiet"]
+    args, out = _slow_class(tmp_path, 6, jobs=2)
     proc = _grader(*args)
     killed, deadline = 0, time.monotonic() + 300
     while proc.poll() is None and time.monotonic() < deadline:
@@ -513,12 +512,7 @@ def test_two_workers_share_one_zygote_and_a_replaced_worker_starts_its_own(tmp_p
     """`--jobs 2` boots torch in one zygote for both workers (start-up and memory); a
     worker killed mid-batch is replaced by one with a zygote of its own, and the other
     worker keeps grading on the shared one."""
-    subs, out = tmp_path / "subs", tmp_path / "out"
-    for i in range(8):
-        (subs / f"s{i}").mkdir(parents=True)
-        (subs / f"s{i}" / "solution.py").write_text(SLOW_HONEST)
-    args = ["grade", str(subs), "--assignment", str(TINY / "assignment.yaml"), "--out", str(out),
-            "--jobs", "2", "--quiet"]
+    args, out = _slow_class(tmp_path, 8, jobs=2)
     proc = _grader(*args)
     most, killed, deadline = 0, 0, time.monotonic() + 300
     while proc.poll() is None and time.monotonic() < deadline:
