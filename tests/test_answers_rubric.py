@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from grader.answers.patterns import check_rubric, term
+from grader.answers.patterns import check_rubric, compile_key, reading, term
 from grader.answers.rubric import grade_text
+from grader.answers.text import read
 
 PETS = {"rubric": [
     {"points": 0.5, "concept": "cats chase mice",
@@ -330,3 +331,35 @@ def test_a_clause_that_relates_two_other_points_swaps_no_role() -> None:
     assert (grade.score, grade.opposite) == (1.5, ()), grade
     # one other item's point said of the birds is still a swapped role
     assert "birds sing" in grade_text("Cats chase mice. Dogs guard. Birds guard the nest.", PETS3, 1.5).missed
+
+
+@pytest.mark.parametrize("pattern", ["chas\\w* ... mice", "guard\\w*", "canh (giu )?nha", "meo ... chuot",
+                                     "{not} ... duoi", "(cho|meo) (\\w+ )?an"])
+@pytest.mark.parametrize("text", ["Mèo đuổi chuột, còn chó canh giữ nhà.", "Mèo không đuổi chuột; chó ăn cơm.",
+                                  "Cats chase mice; chó cũng ăn.", "Chờ đã: mèo thì đuổi, chó ăn."])
+def test_a_pattern_without_marks_reads_the_folded_text_as_the_marked_one(pattern: str, text: str) -> None:
+    """`reading` sends a pattern that writes no diacritics to the folded text: the same
+    matches as its diacritics-aware regex on the marked text, at a fraction of its compile cost."""
+    t = read(text)
+    regex, on = reading(pattern, t)
+    assert t.accented and on == t.folded
+    marked = term(pattern, marked=True)
+    assert [m.span() for m in regex.finditer(on)] == [m.span() for m in marked.finditer(t.marked)]
+
+
+def test_a_pattern_with_marks_reads_the_marked_text() -> None:
+    t = read("Con chờ mẹ, cho con ăn.")
+    regex, on = reading("chờ", t)
+    assert on == t.marked and [m.group() for m in regex.finditer(on)] == ["chờ"]
+    assert reading("chờ", read("con cho me"))[1] == read("con cho me").folded  # no marks: read folded
+
+
+def test_compile_key_leaves_nothing_to_compile_while_grading() -> None:
+    """What `grader.batch.template` relies on to compile once for every worker it forks."""
+    key = {"quiz.pets": PETS, "other": {"answer": 3}}
+    term.cache_clear()
+    assert compile_key(key) == 7
+    compiled = term.cache_info().currsize
+    for text in ("Mèo đuổi chuột, còn chó canh giữ nhà.", "meo duoi chuot, cho canh nha", "Dogs guard."):
+        grade_text(text, PETS, 1.0, "What do cats and dogs do?")
+    assert term.cache_info().currsize == compiled

@@ -57,7 +57,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from grader.answers.patterns import term
+from grader.answers.patterns import reading
 from grader.answers.text import (
     ALTERNATIVE,
     ANALOGY,
@@ -119,19 +119,19 @@ class _Match:
 
 
 def _find(t: Text, rubric: Sequence[Mapping[str, Any]], kind: str, aliases: tuple[str, ...]) -> list[_Match]:
-    found, text = [], _matched_on(t)
+    found = []
     for n, item in enumerate(rubric):
         for pattern in (p for key in aliases for p in item.get(key) or ()):
-            regex = term(pattern, t.accented)
+            regex, text = reading(pattern, t)
             for a, b in t.clauses:
                 found += [_Match(a + m.start(), a + m.end(), n, kind)
                           for m in regex.finditer(text[a:b]) if m.end() > m.start()]
     return found
 
 
-def _matched_on(t: Text) -> str:
-    """An answer written with diacritics is read with them (`Text.marked`), else folded."""
-    return t.marked if t.accented else t.folded
+def _search(pattern: str, t: Text) -> bool:
+    regex, text = reading(pattern, t)
+    return regex.search(text) is not None
 
 
 def _subjects(matches: list[_Match]) -> list[_Match]:
@@ -255,7 +255,7 @@ def grade_text(text: str, entry: Mapping[str, Any], points: float, prompt: str =
         return TextGrade(0.0, (), tuple(str(i["concept"]) for i in rubric), (), (), copied=True)
     scored, reasons = [], set()
     for item, ev in zip(rubric, evidence):
-        all_ok = all(term(p, t.accented).search(_matched_on(t)) for p in item.get("all") or ())
+        all_ok = all(_search(p, t) for p in item.get("all") or ())
         credited = (ev.said or ev.unbound) and not ev.opposite and all_ok and not listing
         scored.append(credited)
         if ev.negated:
