@@ -56,3 +56,19 @@ def test_check_mode_never_needs_the_reference_or_key(attention, sandbox):
     assert all(t.passed for ex in result.exercises for t in ex.tests)
     questions = [t for ex in result.exercises for t in ex.tests if t.test_id.startswith("question:")]
     assert questions and all(t.max_score == 0 for t in questions)
+
+
+def test_the_workers_template_compiles_the_answer_key_once(attention):
+    """`workers.warm_key`, which the template runs after its first fork: every pattern of
+    the key is compiled, so the workers forked next never compile one while grading."""
+    from grader.answers.patterns import term
+    from grader.batch.workers import warm_key
+
+    term.cache_clear()
+    warm_key(RunConfig(assignment=attention.path).to_json())
+    assert term.cache_info().currsize >= 500  # the lesson's key: about 500 patterns, some in two readings
+    term.cache_clear()
+    for broken in ("not json", RunConfig(assignment=Path("/nowhere/assignment.yaml")).to_json(),
+                   RunConfig(assignment=attention.path, public=True).to_json()):
+        warm_key(broken)  # nothing raised: the workers report a broken key themselves
+    assert term.cache_info().currsize == 0

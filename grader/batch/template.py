@@ -85,12 +85,15 @@ class Template:
         self._lock = threading.Lock()
         self._gone = False
 
-    def fork(self, zygote: socket.socket | None, level: Isolation | None) -> Forked | None:
+    def fork(self, zygote: socket.socket | None, level: Isolation | None, config: str = "") -> Forked | None:
         """A new worker, or None when the template cannot make one (the caller starts a
-        worker of its own). `zygote` is handed over (and closed here) only on success."""
+        worker of its own). `zygote` is handed over (and closed here) only on success.
+        `config`: the batch's `RunConfig` as JSON; after its first fork the template
+        compiles that assignment's answer key, for the workers it forks later."""
         (in_r, in_w), (out_r, out_w) = os.pipe(), os.pipe()
         fds = [in_r, out_w] + ([zygote.fileno()] if zygote is not None else [])
-        request = json.dumps({"level": level.value if level is not None and zygote is not None else ""})
+        request = json.dumps({"level": level.value if level is not None and zygote is not None else "",
+                              "config": config})
         with self._lock:
             reply = b""
             if not self._gone:
@@ -136,6 +139,7 @@ def main(control_fd: int) -> None:
         os._exit(1)
 
     gc.freeze()  # what is loaded now lives on in every worker
+    warmed = False
     while True:
         try:
             msg, fds, _flags, _addr = socket.recv_fds(control, 1 << 12, 3)
@@ -143,15 +147,19 @@ def main(control_fd: int) -> None:
             break
         if not msg:
             break
+        request = json.loads(msg)
         pid = os.fork()
         if pid == 0:
-            _become_worker(control, fds, str(json.loads(msg).get("level", "")))
+            _become_worker(control, fds, str(request.get("level", "")))
         for fd in fds:
             os.close(fd)
         try:
             control.send(json.dumps({"pid": pid}).encode())
         except OSError:
             break
+        if not warmed:  # the first worker boots meanwhile; the next ones are forked warm
+            warmed = True
+            workers.warm_key(str(request.get("config", "")))
     os._exit(0)
 
 

@@ -80,7 +80,7 @@ class Worker:
         its connection to a zygote the batch shares (`Sandbox.launch_shared`), at
         isolation `level`; without one the worker starts a zygote of its own. A fork of
         `template` where it can make one, else a process of its own."""
-        forked = template.fork(zygote, level) if template is not None else None
+        forked = template.fork(zygote, level, config) if template is not None else None
         self.proc: subprocess.Popen[str] | Forked
         if forked is not None:
             self.proc = forked
@@ -348,6 +348,23 @@ def warm_imports() -> None:
     import torch
 
     torch.set_num_threads(1)
+
+
+def warm_key(config: str) -> None:
+    """Compile the answer key's patterns (`answers.patterns.compile_key`). Quietly does
+    nothing where the key cannot be read: each worker reports that itself."""
+    try:
+        run = RunConfig.from_json(config)
+        if run.public:
+            return
+        from grader.answers.patterns import compile_key
+        from grader.batch.pipeline import answer_key
+
+        key = answer_key(load_assignment(run).answer_key)
+        if key is not None:
+            compile_key(key)
+    except Exception:  # never the template's to report
+        return
 
 
 def _grade_line(line: str, grading: "Grading") -> dict[str, Any]:
