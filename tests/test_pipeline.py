@@ -72,3 +72,10 @@ def test_the_workers_template_compiles_the_answer_key_once(attention):
                    RunConfig(assignment=attention.path, public=True).to_json()):
         warm_key(broken)  # nothing raised: the workers report a broken key themselves
     assert term.cache_info().currsize == 0
+
+
+def test_a_fork_request_the_template_cannot_read_is_an_empty_one():
+    from grader.batch.template import _request
+
+    assert _request(b'{"level": "bwrap", "config": "{}"}') == {"level": "bwrap", "config": "{}"}
+    assert _request(b"not json") == {} and _request(b"[1, 2]") == {} and _request(b"\xff") == {}

@@ -142,12 +142,12 @@ def main(control_fd: int) -> None:
     warmed = False
     while True:
         try:
-            msg, fds, _flags, _addr = socket.recv_fds(control, 1 << 12, 3)
+            msg, fds, _flags, _addr = socket.recv_fds(control, 1 << 20, 3)
         except OSError:
             break
         if not msg:
             break
-        request = json.loads(msg)
+        request = _request(msg)
         pid = os.fork()
         if pid == 0:
             _become_worker(control, fds, str(request.get("level", "")))
@@ -161,6 +161,16 @@ def main(control_fd: int) -> None:
             warmed = True
             workers.warm_key(str(request.get("config", "")))
     os._exit(0)
+
+
+def _request(msg: bytes) -> dict[str, object]:
+    """A fork request: {"level", "config"}; anything unreadable is an empty one (the worker
+    then starts a zygote of its own and reads its config from its stdin as always)."""
+    try:
+        doc = json.loads(msg)
+    except ValueError:
+        return {}
+    return doc if isinstance(doc, dict) else {}
 
 
 def _become_worker(control: socket.socket, fds: list[int], level: str) -> None:
