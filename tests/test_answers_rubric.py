@@ -363,3 +363,12 @@ def test_compile_key_leaves_nothing_to_compile_while_grading() -> None:
     for text in ("Mèo đuổi chuột, còn chó canh giữ nhà.", "meo duoi chuot, cho canh nha", "Dogs guard."):
         grade_text(text, PETS, 1.0, "What do cats and dogs do?")
     assert term.cache_info().currsize == compiled
+
+
+@pytest.mark.parametrize("pattern", ["(?P<ten>chờ)", "(?i:chờ)"])
+def test_a_pattern_broken_only_in_its_diacritics_reading_is_a_broken_rubric(pattern: str) -> None:
+    """An accented answer reads it with its vowels' marks (`term(marked=True)`): the key's
+    check must fail on it, not the grading of the first student who types diacritics."""
+    term(pattern)  # the plain reading compiles
+    with pytest.raises(ValueError, match="not a valid regular expression"):
+        check_rubric([{"points": 1, "concept": "wait", "accept": [pattern]}], 1)

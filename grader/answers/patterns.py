@@ -61,15 +61,21 @@ def compile_key(key: Mapping[str, Any]) -> int:
                 for item in entry.get("rubric") or () if isinstance(item, Mapping)
                 for name in PATTERN_FIELDS for p in item.get(name) or () if isinstance(p, str)}
     for pattern in patterns:
-        term(pattern)
-        if _writes_marks(pattern):
-            term(pattern, marked=True)
+        _compile_readings(pattern)
     return len(patterns)
+
+
+def _compile_readings(pattern: str) -> None:
+    """Compile the pattern in each reading `reading` can ask for (raises re.error)."""
+    term(pattern)
+    if _writes_marks(pattern):
+        term(pattern, marked=True)
 
 
 @functools.lru_cache(maxsize=4096)
 def _writes_marks(pattern: str) -> bool:
-    return strip_accents(pattern.translate(SUPERSCRIPTS)) != pattern.translate(SUPERSCRIPTS)
+    plain = pattern.translate(SUPERSCRIPTS)
+    return strip_accents(plain) != plain
 
 
 _VARIANTS = {base: base + "".join(sorted(
@@ -152,16 +158,16 @@ def check_rubric(rubric: Any, points: float) -> None:
             raise ValueError(f"rubric item {n} needs positive `points`")
         if not (item.get("accept") or item.get("any") or item.get("all")):
             raise ValueError(f"rubric item {n} needs `accept` (or `any` or `all`) patterns")
-        unknown = set(item) - {"points", "concept", "subject", "topic", "accept", "reject", "any", "all", "none"}
+        unknown = set(item) - {"points", "concept", *PATTERN_FIELDS}
         if unknown:
             raise ValueError(f"rubric item {n}: unknown field(s) {sorted(unknown)}")
-        for name in ("subject", "topic", "accept", "reject", "any", "all", "none"):
+        for name in PATTERN_FIELDS:
             patterns = item.get(name) or []
             if not isinstance(patterns, list) or not all(isinstance(p, str) and p for p in patterns):
                 raise ValueError(f"rubric item {n}: `{name}` must be a list of words or regexes")
             for p in patterns:
                 try:
-                    term(p)
+                    _compile_readings(p)
                 except re.error as exc:
                     raise ValueError(f"rubric item {n}: {p!r} is not a valid regular expression "
                                      f"({exc})") from None
