@@ -2,8 +2,9 @@
 
 The hidden tests run against the submission *imported directly* into the pytest
 process (no sandbox, no warm process): `student` is the loaded module itself (plus
-`seed` and `spy`, which the hidden tests use), `reference` is reference/attention.py
-imported normally, `device` is the CPU, `feedback` records nothing.
+`seed`, `spy` and `figures`, which the hidden tests use), `reference` is reference/attention.py
+imported normally, `support` is the assignment's support module, `device` is the CPU,
+`feedback` records nothing.
 
 Which submission: the BENCH_SUBMISSION environment variable (a .py or .ipynb path).
 A notebook's code cells are run in order with exec(), each in the same namespace; a
@@ -16,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import importlib.util
+import io
 import json
 import os
 import random
@@ -29,6 +31,7 @@ from typing import Any
 import pytest
 import torch
 
+os.environ.setdefault("MPLBACKEND", "Agg")  # as in the sandbox: figures are drawn off screen
 REPO = Path(os.environ.get("BENCH_REPO") or Path(__file__).resolve().parents[2])
 
 
@@ -71,6 +74,9 @@ class DirectStudent:
     def __contains__(self, name: str) -> bool:
         return hasattr(self._module, name)
 
+    def figures(self) -> _Figures:
+        return _Figures()
+
     def seed(self, seed: int) -> None:
         torch.manual_seed(int(seed))
         random.seed(int(seed))
@@ -98,8 +104,25 @@ class DirectStudent:
                 setattr(self._module, k, original)
 
 
+class _Figures:
+    """What `student.figures()` answers: the PNGs of the figures left open, then closed."""
+
+    def __init__(self) -> None:
+        self.figures: list[bytes] = []
+        self.left_out: list[str] = []
+        plt = sys.modules.get("matplotlib.pyplot")
+        for num in plt.get_fignums() if plt is not None else ():
+            buf = io.BytesIO()
+            plt.figure(num).savefig(buf, format="png")
+            plt.close(num)
+            self.figures.append(buf.getvalue())
+
+
 class _Feedback:
     def heatmaps(self, title: str, panels: list[dict[str, Any]]) -> None:
+        pass
+
+    def figures(self, batch: _Figures) -> None:
         pass
 
     def note(self, text: str) -> None:
@@ -123,6 +146,20 @@ def reference() -> types.ModuleType:
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules["bench_reference"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def support() -> types.ModuleType:
+    """The assignment's support module (bench.py copies it here as bench_support.py)."""
+    path = Path(__file__).with_name("bench_support.py")
+    if not path.exists():
+        pytest.fail("this test needs the assignment's support module, which bench.py did not copy")
+    spec = importlib.util.spec_from_file_location("bench_support", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_support"] = module
     spec.loader.exec_module(module)
     return module
 

@@ -1,0 +1,46 @@
+"""The benchmark's naive baseline runs every hidden test, as the grader does.
+
+Its speed-up is only a measurement while the baseline does the same work: when a hidden
+test asked for a fixture the baseline's conftest lacked (`support`, `student.figures()`),
+two thirds of its tests errored at setup, it ran cheaper, and every ratio read low.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+ASSIGNMENT = REPO / "assignments" / "attention" / "assignment.yaml"
+
+pytestmark = pytest.mark.slow
+
+
+def _bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench", REPO / "benchmarks" / "bench.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_baseline_runs_every_hidden_test(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    bench = _bench()
+    manifest = bench.generate(6, tmp_path / "subs")  # s000 module, s001 notebook: correct; s002: no sqrt
+    tests = bench.baseline_tests_dir(ASSIGNMENT, tmp_path / "baseline_tests")
+    hidden = sum(len(re.findall(r"^def test_", f.read_text(), re.M))
+                 for f in (ASSIGNMENT.parent / "hidden").glob("test_*.py"))
+    monkeypatch.setenv("BENCH_REPO", str(REPO))
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    rows = {sub["id"]: bench.run_baseline_one(sub, tests) for sub in manifest[:3]}
+    for sid in ("s000", "s001"):
+        assert rows[sid]["rc"] == 0, rows[sid]["summary"]
+        assert re.match(rf"{hidden} passed\b", rows[sid]["summary"]), rows[sid]["summary"]
+    assert manifest[2]["variant"] == "no_sqrt"
+    assert rows["s002"]["rc"] == 1 and "error" not in rows["s002"]["summary"], rows["s002"]["summary"]
