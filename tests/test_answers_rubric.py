@@ -372,3 +372,28 @@ def test_a_pattern_broken_only_in_its_diacritics_reading_is_a_broken_rubric(patt
     term(pattern)  # the plain reading compiles
     with pytest.raises(ValueError, match="not a valid regular expression"):
         check_rubric([{"points": 1, "concept": "wait", "accept": [pattern]}], 1)
+
+
+MANY = {"rubric": [{"points": 0.5, "concept": c, "accept": [c]} for c in ("cats", "dogs", "mice")]}
+
+
+@pytest.mark.parametrize("text", ["cats and dogs; mice thì không cần", "Cats and dogs. Mice is not needed.",
+                                  "cats, dogs, mice isn't necessary", "cats, dogs, va mice khong can thiet"])
+def test_a_term_said_then_denied_earns_nothing_and_is_flagged(text: str) -> None:
+    grade = grade_text(text, MANY, 1.0)
+    assert "mice" in grade.missed and any("negation" in r for r in grade.reasons), grade
+
+
+def test_a_list_is_a_list_when_its_terms_hold_function_words_without_their_accents() -> None:
+    """"tuan tu" is "tuần tự" (sequential), not "từ" (from): a term, not a sentence."""
+    rubric = {"rubric": [{"points": 0.5, "concept": "sequential", "accept": ["tuần tự"]},
+                         {"points": 0.5, "concept": "matrix", "accept": ["ma trận"]}]}
+    assert grade_text("ma tran, gpu, tuan tu", rubric, 1.0).score == 0.0
+    assert grade_text("Attention dùng ma trận, còn RNN thì tuần tự.", rubric, 1.0).score == 1.0
+
+
+def test_bare_one_word_terms_for_a_question_that_asks_for_items_are_flagged() -> None:
+    grade = grade_text("cats, dogs, mice", MANY, 1.0)
+    assert grade.score == 1.0 and any("bare terms" in r for r in grade.reasons)
+    grade = grade_text("keep cats indoors, walk the dogs, trap the mice", MANY, 1.0)
+    assert grade.score == 1.0 and not any("bare terms" in r for r in grade.reasons)

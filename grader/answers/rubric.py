@@ -46,7 +46,8 @@ The grade is unsure (`reasons`: a person should review it) when a point is match
 a negation; when a point and its opposite are both said; when it earns points and also
 states an opposite; when the score is partial, unless `_sure_partial` holds (points
 clearly said, the others untouched, not a question that asks to name items: see there);
-when it earns points but hedges; when it is long (LONG_WORDS) or argues by analogy and misses points; when a full score
+when it earns points but hedges, or answers a question that asks for a list with
+bare one-word terms; when it is long (LONG_WORDS) or argues by analogy and misses points; when a full score
 comes from fewer than `min_words` words; when it has more than `max_words`.
 """
 
@@ -62,6 +63,7 @@ from grader.answers.text import (
     ALTERNATIVE,
     ANALOGY,
     CONSEQUENCE,
+    DENIED_AFTER,
     FUNCTION_WORD,
     HEDGE,
     LIKENESS,
@@ -89,6 +91,7 @@ REASONS = {
     "conflict": "the answer states a key point and also its opposite",
     "mixed": "the answer earns points but also states the opposite of a key point",
     "partial": "partial credit: only some key points were recognised, and the others may be said in other words",
+    "terms": "it names bare terms, one word each, without saying what they are for",
     "hedge": "it earns points but hedges (\"maybe\", \"chắc là\", a question mark)",
     "paraphrase": "a long answer, or one that argues by analogy, that the patterns do not give full marks",
     "short": "very short for full marks",
@@ -160,6 +163,8 @@ def _said_of(m: _Match, subjects: list[_Match], clause: tuple[int, int], folded:
 
 def _negated(m: _Match, negations: list[tuple[int, int]], spans: list[_Match], t: Text,
              clause: tuple[int, int]) -> bool:
+    if DENIED_AFTER.match(t.folded[:clause[1]], m.end):
+        return True  # "eval mode thì không cần": said, then denied
     for start, end in negations:
         if not (clause[0] <= start and end <= m.start):
             continue
@@ -272,6 +277,9 @@ def grade_text(text: str, entry: Mapping[str, Any], points: float, prompt: str =
         reasons.add("partial")  # where credit is split, a person decides how much
     if score > _EPS and HEDGE.search(t.folded):
         reasons.add("hedge")
+    if score > _EPS and asks_for_a_list and len(items := _bare_items(t, claims) or []) >= 3 and all(
+            len(i) == 1 for i in items):
+        reasons.add("terms")  # "masks, seq_len, eval, dtype": named, but nothing said of them
     if score < points - _EPS and not listing and (words >= LONG_WORDS or ANALOGY.search(t.folded)):
         reasons.add("paraphrase")
     if score >= points - _EPS and words < int(entry.get("min_words", MIN_WORDS)):
@@ -353,14 +361,24 @@ def _keyword_list(t: Text, claims: Sequence[_Match], asks_for_a_list: bool = Fal
     """Key words strung together without a sentence, no function word: three or more
     comma-separated terms of at most three words ("matmul, GPU, O(1)"), unless the question
     asks to name items (q10); or one clause of four words or more, no formula, touching two
-    key points or more."""
-    if FUNCTION_WORD.search(t.folded):
+    key points or more. A function word inside a matched wording is part of the term ("tuan tu",
+    "ma tran" read without their accents)."""
+    items = _bare_items(t, claims)
+    if items is None:
         return False
-    items = [WORD.findall(s) for s in re.split(r"[,;\n]+", t.folded) if s.strip()]
     if not asks_for_a_list and len(items) >= 3 and all(len(i) <= 3 for i in items):
         return True
     return (len(WORD.findall(t.folded)) >= 4 and len(t.clauses) == 1
             and not re.search(r"[=:<>()\[\]/^*+]|->|→", t.folded) and len({m.item for m in claims}) >= 2)
+
+
+def _bare_items(t: Text, claims: Sequence[_Match]) -> list[list[str]] | None:
+    """The answer's comma-separated items (their words), or None where it has a function word
+    outside the matched wordings: a sentence, not a list of terms."""
+    if any(not any(c.start <= w.start() and w.end() <= c.end for c in claims)
+           for w in FUNCTION_WORD.finditer(t.folded)):
+        return None
+    return [WORD.findall(s) for s in re.split(r"[,;\n]+", t.folded) if s.strip()]
 
 
 def _words(*texts: str) -> set[str]:

@@ -47,6 +47,12 @@ CLAUSE_WORDS = (
     "but", "whereas", "while", "although", "though", "however", "unlike", "instead", "except",
     "nhưng", "trong khi", "tuy nhiên", "ngược lại", "thay vì", "còn",
 )
+DENIED_AFTER = re.compile(
+    r"\s*(?:\(\)\s*)?(?:(?:mode|thi|la|is|are|was|were|cung|also)\s+){0,2}"
+    r"(?:(?:khong|chang|ko|k)\s+(?:can|quan trong|bat buoc)(?:\s+thiet)?|(?:not|never|\w*n't)\s+(?:needed|necessary|"
+    r"required|important|a must)|unnecessary|unneeded|optional)(?!\w)")
+"""A denial after a term, at the start of what follows it in its clause: "eval mode thì không
+cần", "eval() is not needed", "dropout off is optional". The term is said not to matter."""
 CONSEQUENCE_WORDS = ("then", "thì")
 """Words that open a condition's consequence: a negation in the condition ("nếu không chia thì
 score rất lớn", "if we don't scale then ...") does not reach past them."""
