@@ -27,7 +27,7 @@ import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -133,18 +133,21 @@ def _requirement_name(text: str, i: int) -> str:
         raise ValueError(f"packages.{i}: {text!r} is not a pip requirement ({exc})") from None
 
 
-@lru_cache(maxsize=1)
-def _installed_modules() -> dict[str, frozenset[str]]:
-    """Distribution (normalized) -> the top-level modules it installs, for what is installed."""
-    found: dict[str, set[str]] = {}
-    for module, dists in importlib.metadata.packages_distributions().items():
-        for dist in dists:
-            found.setdefault(canonical(dist), set()).add(module)
-    return {dist: frozenset(mods) for dist, mods in found.items()}
-
-
+@cache
 def _modules_of(key: str) -> frozenset[str]:
-    return _installed_modules().get(key, frozenset())
+    """The top-level modules an installed distribution provides (none when it is not
+    installed): its top_level.txt, else the first part of each .py file it installed, as
+    `importlib.metadata.packages_distributions` reads them, for this one distribution only
+    (reading all of them costs `grader check` 0.2-0.6 s)."""
+    try:
+        dist = importlib.metadata.distribution(key)
+    except importlib.metadata.PackageNotFoundError:
+        return frozenset()
+    declared = (dist.read_text("top_level.txt") or "").split()
+    if declared:
+        return frozenset(declared)
+    return frozenset(f.parts[0] if len(f.parts) > 1 else f.with_suffix("").name
+                     for f in dist.files or () if f.suffix == ".py")
 
 
 # ------------------------------------------------------------------ a failed import

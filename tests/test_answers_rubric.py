@@ -10,7 +10,7 @@ import pytest
 
 from grader.answers.patterns import check_rubric, compile_key, reading, term
 from grader.answers.rubric import grade_text
-from grader.answers.text import read
+from grader.answers.text import FORMS, code_marks, read
 
 PETS = {"rubric": [
     {"points": 0.5, "concept": "cats chase mice",
@@ -350,8 +350,23 @@ def test_a_pattern_without_marks_reads_the_folded_text_as_the_marked_one(pattern
 def test_a_pattern_with_marks_reads_the_marked_text() -> None:
     t = read("Con chờ mẹ, cho con ăn.")
     regex, on = reading("chờ", t)
-    assert on == t.marked and [m.group() for m in regex.finditer(on)] == ["chờ"]
+    assert on == t.marked and [t.original[m.start():m.end()] for m in regex.finditer(on)] == ["chờ"]
     assert reading("chờ", read("con cho me"))[1] == read("con cho me").folded  # no marks: read folded
+
+
+def test_the_marked_text_keeps_words_whole_and_each_letter_one_range() -> None:
+    """`Text.marked` codes each marked letter (`code_marks`): the text keeps its length, a coded
+    letter is still a word character (a gap "A ... B" crosses "sẽ rất"), and the forms of one
+    letter are one run of codes, so a plain vowel's class is one range."""
+    t = read("Không scale thì gradient sẽ rất nhỏ")
+    regex, on = reading("gradients? ... (nhỏ|bé)", t)
+    assert on == t.marked and len(on) == len(t.folded) and regex.search(on)
+    for base, forms in FORMS.items():
+        codes = sorted(code_marks(forms))
+        assert "".join(codes) == "".join(map(chr, range(ord(codes[0]), ord(codes[-1]) + 1))), base
+    coded_o = code_marks("ỏ")
+    assert not reading("nhỏ", read("Gradient rất " + "nh" + coded_o + ", sẽ nhỏ"))[0].search(
+        read("Gradient rất nh" + coded_o).marked)  # the code itself, written in an answer, is not "ỏ"
 
 
 def test_compile_key_leaves_nothing_to_compile_while_grading() -> None:

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import functools
 import re
-import unicodedata
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from grader.answers.text import NEGATION_WORDS, NOT, VI_MARKS, Text, canon_tones
+from grader.answers.text import CODED_FORMS, NEGATION_WORDS, NOT, Text, canon_tones, code_marks
 from grader.answers.values import SUPERSCRIPTS, strip_accents
 
 _EPS = 1e-9
@@ -24,19 +23,23 @@ GAP_WORDS = 8
 
 @functools.lru_cache(maxsize=4096)
 def term(pattern: str, marked: bool = False) -> re.Pattern[str]:
-    """A rubric pattern as a regex: accents removed, whole words where a branch starts or
+    """A rubric pattern as a regex on lower-case text: accents removed, whole words where a branch starts or
     ends with one, `A ... B` = A then at most GAP_WORDS words then B, `{not}` any negation,
     "not" also its contraction ("not real" is "aren't real").
 
     `marked`: for `Text.marked`, an answer written with diacritics. A letter the pattern writes
     with a diacritic must be written with it ("chờ" is not "cho"); one it writes without any
     matches it with any ("token", "khong")."""
-    pattern = re.sub(r"(?<![\\\w{])not\b", r"(?:not|\\w*n't)", pattern.translate(SUPERSCRIPTS))
-    pattern = (_by_letters(pattern, canon_tones) if marked else strip_accents(pattern)).replace("{not}", NOT)
+    pattern = re.sub(r"(?<![\\?])[^\W\d_]+", lambda m: m.group().lower(), pattern.translate(SUPERSCRIPTS))
+    # the texts read are lower case; "\W" and "(?P<" keep theirs
+    pattern = re.sub(r"(?<![\\\w{])not\b", r"(?:not|\\w*n't)", pattern)
+    pattern = (code_marks(_by_letters(pattern, canon_tones)) if marked else strip_accents(pattern)).replace(
+        "{not}", NOT)
     parts = [_whole_words(p.strip()) for p in pattern.split(" ... ")]
     gap = rf"(?:\W+(?!{NEGATION_WORDS}\b|\w*n't\b)\w+){{0,{GAP_WORDS}}}?\W*"
     regex = gap.join(f"(?:{p})" for p in parts)
-    return re.compile(_any_marks(regex) if marked else regex, re.IGNORECASE)
+    return re.compile(_any_marks(regex) if marked else regex)  # no IGNORECASE: it makes `re` compile
+    # "[a-z]" through a 64K bitmap ("k" folds to the Kelvin sign), a third of the key's compile time
 
 
 def reading(pattern: str, t: Text) -> tuple[re.Pattern[str], str]:
@@ -44,7 +47,7 @@ def reading(pattern: str, t: Text) -> tuple[re.Pattern[str], str]:
     (`Text.accented`) is read with them (`Text.marked`) by a pattern that writes some; a
     pattern that writes none reads the folded text, where each of its letters matches that
     letter with any mark: the same matches as `term(pattern, marked=True)` on Vietnamese,
-    without compiling a class of every Vietnamese vowel (about 3 ms a pattern)."""
+    and nothing more to compile."""
     if t.accented and _writes_marks(pattern):
         return term(pattern, marked=True), t.marked
     return term(pattern), t.folded
@@ -78,20 +81,14 @@ def _writes_marks(pattern: str) -> bool:
     return strip_accents(plain) != plain
 
 
-_VARIANTS = {base: base + "".join(sorted(
-    c for c in map(chr, range(0xC0, 0x1F00)) if c.islower() and len(unicodedata.normalize("NFD", c)) > 1
-    and unicodedata.normalize("NFD", c)[0] == base and set(unicodedata.normalize("NFD", c)[1:]) <= VI_MARKS))
-    for base in "aeiouy"} | {"d": "dđ"}
-"""Each plain letter with every Vietnamese diacritic it can carry: "o" -> "oòóỏõọôồốổỗộơờớởỡợ"."""
-
-
 def _by_letters(pattern: str, change: Callable[[str], str]) -> str:
     """Apply `change` to the runs of letters of a regex, leaving escapes ("\\w", "\\b") alone."""
     return re.sub(r"(?<!\\)[^\W\d_]+", lambda m: change(m.group()), pattern)
 
 
 def _any_marks(regex: str) -> str:
-    """Each plain vowel (and "d") of a regex, outside escapes, also matches it with diacritics."""
+    """Each plain vowel (and "d") of a regex, outside escapes, also matches its forms with
+    diacritics, as `code_marks` writes them."""
     out, i, in_class = [], 0, False
     while i < len(regex):
         char = regex[i]
@@ -100,9 +97,9 @@ def _any_marks(regex: str) -> str:
             i += 2
             continue
         ranged = regex[i + 1:i + 2] == "-" or regex[i - 1:i] == "-"
-        if char.lower() in _VARIANTS and not (in_class and ranged):
-            variants = _VARIANTS[char.lower()]
-            out.append(variants if in_class else f"[{variants}]")
+        if char.lower() in CODED_FORMS and not (in_class and ranged):
+            first, last = CODED_FORMS[char.lower()]
+            out.append(f"{char}{first}-{last}" if in_class else f"[{char}{first}-{last}]")
         else:
             out.append(char)
             in_class = (in_class and char != "]") or (not in_class and char == "[")

@@ -143,7 +143,8 @@ class Text:
     clauses: tuple[tuple[int, int], ...]
     marked: str = ""
     """Lower case with its diacritics, each word's tone mark on its last vowel (`canon_tones`),
-    aligned with `folded`: what patterns are matched on in an answer written with diacritics."""
+    the marked letters coded (`code_marks`), aligned with `folded`: what patterns that write
+    diacritics are matched on in an answer written with them."""
     accented: bool = False
     """Written with Vietnamese diacritics: then a word means what its diacritics say ("cho",
     for, is not "chờ", wait)."""
@@ -155,7 +156,7 @@ def read(text: str) -> Text:
     text = unicodedata.normalize("NFC", text.translate(SUPERSCRIPTS)).replace("≠", "!=")
     original = re.sub(r"[^\S\n]+", " ", text)
     folded = "".join((strip_accents(c) or " ")[:1].lower() for c in original)
-    marked = canon_tones("".join((c.lower() or " ")[:1] for c in original))
+    marked = code_marks(canon_tones("".join((c.lower() or " ")[:1] for c in original)))
     accented = _written_with_marks(original)
     return Text(folded, original, tuple(_clauses(folded, original, accented)), marked, accented)
 
@@ -177,6 +178,27 @@ TONE_MARKS = frozenset("\u0300\u0301\u0303\u0309\u0323")
 VI_MARKS = TONE_MARKS | frozenset("\u0306\u0302\u031b")
 """Those and the vowel marks (breve, circumflex, horn): every combining mark Vietnamese uses."""
 _VOWELS = set("aeiouy")
+
+
+FORMS = {base: "".join(sorted(
+    c for c in map(chr, range(0xC0, 0x1F00)) if c.islower() and len(unicodedata.normalize("NFD", c)) > 1
+    and unicodedata.normalize("NFD", c)[0] == base and set(unicodedata.normalize("NFD", c)[1:]) <= VI_MARKS))
+    for base in "aeiouy"} | {"d": "đ"}
+"""Each plain letter's forms with Vietnamese diacritics: "o" -> "òóỏõọôồốổỗộơờớởỡợ"."""
+_CODE = {form: chr(0xA000 + 32 * n + k) for n, forms in enumerate(FORMS.values()) for k, form in enumerate(forms)}
+CODED_FORMS = {base: (_CODE[forms[0]], _CODE[forms[-1]]) for base, forms in FORMS.items()}
+"""The first and last code of each letter's forms in `code_marks`: one run, so a regex class of
+them all is one range (a class of the forms themselves costs `re` a 64K bitmap to compile)."""
+_CODES = str.maketrans({**{c: "\ufffd" for c in map(chr, range(0xA000, 0xA000 + 32 * len(FORMS)))},
+                        **_CODE, **{f.upper(): c for f, c in _CODE.items()}})
+
+
+def code_marks(text: str) -> str:
+    """Each Vietnamese letter with a diacritic written as a code, its letter's forms side by side
+    (`CODED_FORMS`); every other character, and the length, unchanged. The codes are Yi
+    syllables: letters to `re` ("\\w"), as the forms are, and not a script this quiz meets (Yi
+    written in an answer reads as U+FFFD)."""
+    return text.translate(_CODES)
 
 
 def canon_tones(text: str) -> str:
