@@ -412,3 +412,11 @@ def test_bare_one_word_terms_for_a_question_that_asks_for_items_are_flagged() ->
     assert grade.score == 1.0 and any("bare terms" in r for r in grade.reasons)
     grade = grade_text("keep cats indoors, walk the dogs, trap the mice", MANY, 1.0)
     assert grade.score == 1.0 and not any("bare terms" in r for r in grade.reasons)
+
+
+@pytest.mark.parametrize("text", ["Some say cats chase mice and dogs guard the house, but that is a myth.",
+                                  "Thầy giảng mèo đuổi chuột, chó canh nhà, nhưng thật ra không phải vậy."])
+def test_a_claim_reported_then_turned_on_is_a_hedge(text: str) -> None:
+    grade = _grade(text)
+    assert grade.score > 0 and any("some say" in r for r in grade.reasons), grade
+    assert _grade("Cats chase mice, but dogs guard the house.").reasons == ()  # a "but" alone is no hedge

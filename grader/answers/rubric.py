@@ -92,7 +92,7 @@ REASONS = {
     "mixed": "the answer earns points but also states the opposite of a key point",
     "partial": "partial credit: only some key points were recognised, and the others may be said in other words",
     "terms": "it names bare terms, one word each, without saying what they are for",
-    "hedge": "it earns points but hedges (\"maybe\", \"chắc là\", a question mark)",
+    "hedge": "it earns points but hedges (\"maybe\", \"chắc là\", a question mark, or \"some say ..., but\")",
     "paraphrase": "a long answer, or one that argues by analogy, that the patterns do not give full marks",
     "short": "very short for full marks",
     "long": "unusually long",

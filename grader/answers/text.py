@@ -29,6 +29,13 @@ NEGATIONS = (
 HEDGES = ("maybe", "perhaps", "probably", "i think", "i guess", "not sure", "có lẽ", "hình như",
           "chắc vậy", "chắc là", "hình như là", "không chắc", "ko chắc", "không rõ", "em nghĩ",
           "em đoán", "i believe", "i suppose", "dunno")
+REPORTERS = ("some say", "some people say", "people say", "they say", "it is said", "supposedly", "the lesson says",
+             "the teacher said", "the teacher says", "my friend said", "many people think", "thầy giảng", "thầy nói",
+             "thầy bảo", "cô giảng", "cô nói", "người ta nói", "người ta bảo", "nghe nói", "sách nói", "slide nói",
+             "theo sách", "theo slide", "theo thầy", "theo cô", "nhiều người nghĩ", "nhiều người nói", "bạn em nói")
+CONTRASTS = ("but", "however", "nhưng", "thật ra", "thực ra", "thực tế", "actually", "in fact", "in reality")
+"""A claim reported ("some say", "thầy giảng") then turned on ("but", "thật ra"): the student
+may hold either, so an answer that earns points this way is a hedge."""
 ANALOGIES = ("like a", "like an", "think of", "imagine", "similar to", "as if", "analogy", "giống như", "ví như",
              "tưởng tượng", "hình dung", "như thể")
 PREVENTIVES = ("prevent", "prevents", "avoid", "avoids", "stop", "stops", "keeps from", "tránh", "ngăn", "chống")
@@ -82,8 +89,10 @@ NEGATION_SUFFIX = re.compile(r"\w(n't)\b")
 _ACCENTED = {strip_accents(w).lower(): w.lower() for w in NEGATIONS}
 CLAUSE_WORD = _word_list(CLAUSE_WORDS)
 _CLAUSE_ACCENTED = {strip_accents(w): w for w in CLAUSE_WORDS if strip_accents(w) != w}
-HEDGE = re.compile(r"(?<!chua )(?:" + _word_list(HEDGES).pattern + r")|\?")
-"""A hedge, not after "chưa": "chưa chắc là nguyên nhân" is "not necessarily the cause", a claim."""
+HEDGE = re.compile(r"(?<!chua )(?:" + _word_list(HEDGES).pattern + r")|\?|"
+                   + _word_list(REPORTERS).pattern + ".*?" + _word_list(CONTRASTS).pattern, re.S)
+"""A hedge, not after "chưa": "chưa chắc là nguyên nhân" is "not necessarily the cause", a claim;
+or a claim reported, then turned on (`REPORTERS`, `CONTRASTS`)."""
 ANALOGY = _word_list(ANALOGIES)
 LIKENESS = re.compile(ANALOGY.pattern + r"|\bgiong\b|\b(?:is|are|'s|acts|works|looks|just) like\b")
 """An analogy opened in a clause ("Q giống câu search user gõ vào", "K is like a label"):
