@@ -415,8 +415,9 @@ def test_bare_one_word_terms_for_a_question_that_asks_for_items_are_flagged() ->
 
 
 @pytest.mark.parametrize("text", ["Some say cats chase mice and dogs guard the house, but that is a myth.",
-                                  "Thầy giảng mèo đuổi chuột, chó canh nhà, nhưng thật ra không phải vậy."])
-def test_a_claim_reported_then_turned_on_is_a_hedge(text: str) -> None:
+                                  "Thầy giảng mèo đuổi chuột, chó canh nhà, nhưng thật ra không phải vậy.",
+                                  "Cats chase mice and dogs guard the house... but actually none of that matters."])
+def test_a_claim_reported_or_retracted_is_a_hedge(text: str) -> None:
     grade = _grade(text)
-    assert grade.score > 0 and any("some say" in r for r in grade.reasons), grade
+    assert grade.score > 0 and any("hedges" in r for r in grade.reasons), grade
     assert _grade("Cats chase mice, but dogs guard the house.").reasons == ()  # a "but" alone is no hedge

@@ -89,10 +89,12 @@ NEGATION_SUFFIX = re.compile(r"\w(n't)\b")
 _ACCENTED = {strip_accents(w).lower(): w.lower() for w in NEGATIONS}
 CLAUSE_WORD = _word_list(CLAUSE_WORDS)
 _CLAUSE_ACCENTED = {strip_accents(w): w for w in CLAUSE_WORDS if strip_accents(w) != w}
-HEDGE = re.compile(r"(?<!chua )(?:" + _word_list(HEDGES).pattern + r")|\?|"
+RETRACTIONS = ("but actually", "but in fact", "but in reality", "nhưng thật ra", "nhưng thực ra", "nhưng thực tế")
+"""An answer that turns on what it said before ("..., but actually those do not matter")."""
+HEDGE = re.compile(r"(?<!chua )(?:" + _word_list(HEDGES + RETRACTIONS).pattern + r")|\?|"
                    + _word_list(REPORTERS).pattern + ".*?" + _word_list(CONTRASTS).pattern, re.S)
 """A hedge, not after "chưa": "chưa chắc là nguyên nhân" is "not necessarily the cause", a claim;
-or a claim reported, then turned on (`REPORTERS`, `CONTRASTS`)."""
+a retraction; or a claim reported, then turned on (`REPORTERS`, `CONTRASTS`)."""
 ANALOGY = _word_list(ANALOGIES)
 LIKENESS = re.compile(ANALOGY.pattern + r"|\bgiong\b|\b(?:is|are|'s|acts|works|looks|just) like\b")
 """An analogy opened in a clause ("Q giống câu search user gõ vào", "K is like a label"):
