@@ -421,3 +421,10 @@ def test_a_claim_reported_or_retracted_is_a_hedge(text: str) -> None:
     grade = _grade(text)
     assert grade.score > 0 and any("hedges" in r for r in grade.reasons), grade
     assert _grade("Cats chase mice, but dogs guard the house.").reasons == ()  # a "but" alone is no hedge
+
+
+def test_a_wording_that_names_its_subject_is_said_of_it() -> None:
+    """"Dogs also chase them" is said of the dogs, not of the cats named last before it."""
+    rubric = {"rubric": [PETS["rubric"][0], {**PETS["rubric"][1], "reject": ["dogs? (\\w+ )?also chas\\w*"]}]}
+    grade = grade_text("Dogs guard the house, cats chase mice. Dogs also chase them.", rubric, 1.0)
+    assert grade.score == 0.5 and any("also its opposite" in r for r in grade.reasons), grade

@@ -42,13 +42,13 @@ that starts (or starts with a group that starts) with a letter or digit matches 
 most GAP_WORDS words, then B, within one clause and never across a negation or a word
 such as "prevents" (`answers_text.PREVENTIVES`); `{not}` is any negation word.
 
-The grade is unsure (`reasons`: a person should review it) when a point is matched next to
-a negation; when a point and its opposite are both said; when it earns points and also
-states an opposite; when the score is partial, unless `_sure_partial` holds (points
-clearly said, the others untouched, not a question that asks to name items: see there);
-when it earns points but hedges, or answers a question that asks for a list with
-bare one-word terms; when it is long (LONG_WORDS) or argues by analogy and misses points; when a full score
-comes from fewer than `min_words` words; when it has more than `max_words`.
+The grade is unsure (`reasons`: a person should review it) when a point is matched next to a
+negation; when a point and its opposite are both said; when it earns points and also states an
+opposite; when the score is partial, unless `_sure_partial` holds (points clearly said, the others
+untouched, not a question that asks to name items: see there); when it earns points but hedges,
+or answers a question that asks for a list with bare one-word terms; when it is long (LONG_WORDS)
+or argues by analogy and misses points; when a full score comes from fewer than `min_words`
+words; when it has more than `max_words`.
 """
 
 from __future__ import annotations
@@ -94,8 +94,7 @@ REASONS = {
     "terms": "it names bare terms, one word each, without saying what they are for",
     "hedge": "it earns points but hedges (\"maybe\", \"chắc là\", a question mark, or \"some say ..., but\")",
     "paraphrase": "a long answer, or one that argues by analogy, that the patterns do not give full marks",
-    "short": "very short for full marks",
-    "long": "unusually long",
+    "short": "very short for full marks", "long": "unusually long",
 }
 
 
@@ -147,8 +146,11 @@ def _subjects(matches: list[_Match]) -> list[_Match]:
 
 
 def _said_of(m: _Match, subjects: list[_Match], clause: tuple[int, int], folded: str) -> int | None:
-    """The item whose subject the match is said of, None when no subject was named."""
+    """The item whose subject the match is said of (one its own wording names first), None if none."""
     a, b = clause
+    named = [s for s in subjects if m.start <= s.start and s.end <= m.end]  # "rnn ... cũng song song"
+    if named:
+        return named[0].item
     before = [s for s in subjects if a <= s.start and s.end <= m.start]
     if before:
         return before[-1].item
