@@ -139,15 +139,18 @@ def student(_submission: types.ModuleType) -> DirectStudent:
     return DirectStudent(_submission)
 
 
-@pytest.fixture(scope="session")
-def reference() -> types.ModuleType:
-    path = REPO / "reference" / "attention.py"
-    spec = importlib.util.spec_from_file_location("bench_reference", path)
+def _import_file(name: str, path: Path) -> types.ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_reference"] = module
+    sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+@pytest.fixture(scope="session")
+def reference() -> types.ModuleType:
+    return _import_file("bench_reference", REPO / "reference" / "attention.py")
 
 
 @pytest.fixture(scope="session")
@@ -156,12 +159,7 @@ def support() -> types.ModuleType:
     path = Path(__file__).with_name("bench_support.py")
     if not path.exists():
         pytest.fail("this test needs the assignment's support module, which bench.py did not copy")
-    spec = importlib.util.spec_from_file_location("bench_support", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_support"] = module
-    spec.loader.exec_module(module)
-    return module
+    return _import_file("bench_support", path)
 
 
 @pytest.fixture
