@@ -165,7 +165,7 @@ def _said_of(m: _Match, subjects: list[_Match], clause: tuple[int, int], folded:
 
 def _negated(m: _Match, negations: list[tuple[int, int]], spans: list[_Match], t: Text,
              clause: tuple[int, int]) -> bool:
-    if DENIED_AFTER.match(t.folded[:clause[1]], m.end):
+    if DENIED_AFTER.match(t.folded, m.end, clause[1]):
         return True  # "eval mode thì không cần": said, then denied
     for start, end in negations:
         if not (clause[0] <= start and end <= m.start):

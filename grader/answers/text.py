@@ -56,7 +56,7 @@ CLAUSE_WORDS = (
 )
 DENIED_AFTER = re.compile(
     r"\s*(?:\(\)\s*)?(?:(?:mode|thi|la|is|are|was|were|cung|also)\s+){0,2}"
-    r"(?:(?:khong|chang|ko|k)\s+(?:can|quan trong|bat buoc)(?:\s+thiet)?|(?:not|never|\w*n't)\s+(?:needed|necessary|"
+    r"(?:(?:khong|chang|ko)\s+(?:can|quan trong|bat buoc)(?:\s+thiet)?|(?:not|never|\w*n't)\s+(?:needed|necessary|"
     r"required|important|a must)|unnecessary|unneeded|optional)(?!\w)")
 """A denial after a term, at the start of what follows it in its clause: "eval mode thì không
 cần", "eval() is not needed", "dropout off is optional". The term is said not to matter."""
