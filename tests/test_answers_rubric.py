@@ -428,3 +428,8 @@ def test_a_wording_that_names_its_subject_is_said_of_it() -> None:
     rubric = {"rubric": [PETS["rubric"][0], {**PETS["rubric"][1], "reject": ["dogs? (\\w+ )?also chas\\w*"]}]}
     grade = grade_text("Dogs guard the house, cats chase mice. Dogs also chase them.", rubric, 1.0)
     assert grade.score == 0.5 and any("also its opposite" in r for r in grade.reasons), grade
+
+
+def test_a_minus_sign_reads_as_a_hyphen() -> None:
+    rubric = {"rubric": [{"points": 1, "concept": "the previous step", "accept": ["t ?- ?1"]}]}
+    assert grade_text("Each step waits for step t−1 to finish first.", rubric, 1.0).score == 1.0

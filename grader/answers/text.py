@@ -163,8 +163,9 @@ class Text:
 
 def read(text: str) -> Text:
     """Folded (accents dropped, lower case; "tương lai" -> "tuong lai") and cut into clauses at
-    . ; ! ? , line breaks and arrows (never inside brackets) and before clause words."""
-    text = unicodedata.normalize("NFC", text.translate(SUPERSCRIPTS)).replace("≠", "!=")
+    . ; ! ? , line breaks and arrows (never inside brackets) and before clause words. A minus
+    sign is a hyphen ("t−1" is "t-1")."""
+    text = unicodedata.normalize("NFC", text.translate(SUPERSCRIPTS)).replace("≠", "!=").replace("\u2212", "-")
     original = re.sub(r"[^\S\n]+", " ", text)
     folded = "".join((strip_accents(c) or " ")[:1].lower() for c in original)
     marked = code_marks(canon_tones("".join((c.lower() or " ")[:1] for c in original)))
