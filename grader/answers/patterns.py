@@ -30,8 +30,7 @@ def term(pattern: str, marked: bool = False) -> re.Pattern[str]:
     `marked`: for `Text.marked`, an answer written with diacritics. A letter the pattern writes
     with a diacritic must be written with it ("chờ" is not "cho"); one it writes without any
     matches it with any ("token", "khong")."""
-    pattern = re.sub(r"(?<![\\?])[^\W\d_]+", lambda m: m.group().lower(), pattern.translate(SUPERSCRIPTS))
-    # the texts read are lower case; "\W" and "(?P<" keep theirs
+    pattern = _by_letters(pattern.translate(SUPERSCRIPTS), str.lower)  # the texts read are lower case
     pattern = re.sub(r"(?<![\\\w{])not\b", r"(?:not|\\w*n't)", pattern)
     pattern = (code_marks(_by_letters(pattern, canon_tones)) if marked else strip_accents(pattern)).replace(
         "{not}", NOT)
@@ -82,8 +81,9 @@ def _writes_marks(pattern: str) -> bool:
 
 
 def _by_letters(pattern: str, change: Callable[[str], str]) -> str:
-    """Apply `change` to the runs of letters of a regex, leaving escapes ("\\w", "\\b") alone."""
-    return re.sub(r"(?<!\\)[^\W\d_]+", lambda m: change(m.group()), pattern)
+    """Apply `change` to the runs of letters of a regex, leaving escapes ("\\w", "\\b") and
+    extensions ("(?P<", "(?i") alone."""
+    return re.sub(r"(?<!\\)(?<!\(\?)[^\W\d_]+", lambda m: change(m.group()), pattern)
 
 
 def _any_marks(regex: str) -> str:

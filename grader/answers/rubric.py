@@ -257,7 +257,8 @@ def grade_text(text: str, entry: Mapping[str, Any], points: float, prompt: str =
         if (index, clause) not in own_in_clause:
             evidence[index].opposite = True
     asks_for_a_list = sum(float(i.get("points", 0)) for i in rubric) > points + _EPS
-    listing = _keyword_list(t, claims, asks_for_a_list)
+    items = _bare_items(t, claims)
+    listing = _keyword_list(t, claims, items, asks_for_a_list)
     if _copies_question(t, [prompt, *(entry.get("prompts") or ())]):
         return TextGrade(0.0, (), tuple(str(i["concept"]) for i in rubric), (), (), copied=True)
     scored, reasons = [], set()
@@ -279,8 +280,7 @@ def grade_text(text: str, entry: Mapping[str, Any], points: float, prompt: str =
         reasons.add("partial")  # where credit is split, a person decides how much
     if score > _EPS and HEDGE.search(t.folded):
         reasons.add("hedge")
-    if score > _EPS and asks_for_a_list and len(items := _bare_items(t, claims) or []) >= 3 and all(
-            len(i) == 1 for i in items):
+    if score > _EPS and asks_for_a_list and items and len(items) >= 3 and all(len(i) == 1 for i in items):
         reasons.add("terms")  # "masks, seq_len, eval, dtype": named, but nothing said of them
     if score < points - _EPS and not listing and (words >= LONG_WORDS or ANALOGY.search(t.folded)):
         reasons.add("paraphrase")
@@ -359,13 +359,12 @@ def _claims(matches: list[_Match]) -> list[_Match]:
     return kept
 
 
-def _keyword_list(t: Text, claims: Sequence[_Match], asks_for_a_list: bool = False) -> bool:
+def _keyword_list(t: Text, claims: Sequence[_Match], items: list[list[str]] | None, asks_for_a_list: bool) -> bool:
     """Key words strung together without a sentence, no function word: three or more
     comma-separated terms of at most three words ("matmul, GPU, O(1)"), unless the question
     asks to name items (q10); or one clause of four words or more, no formula, touching two
     key points or more. A function word inside a matched wording is part of the term ("tuan tu",
-    "ma tran" read without their accents)."""
-    items = _bare_items(t, claims)
+    "ma tran" read without their accents). `items`: `_bare_items`."""
     if items is None:
         return False
     if not asks_for_a_list and len(items) >= 3 and all(len(i) <= 3 for i in items):
