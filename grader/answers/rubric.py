@@ -16,25 +16,23 @@ The key's entry may also list `prompts` (the question in other languages), `min_
 only language. How an answer is read:
 
 1. Folded (lower case, accents dropped) and cut into clauses (`answers_text.read`).
-2. A match of `accept` or `reject` is said of the nearest subject (of any item of the
-   question) before it in its clause, else the nearest after it, else the last one named
-   in an earlier clause (not when the clause opens on "the other", "một cái"...: see
-   `answers_text.DISTRIBUTIVES`); with none named before it, it is taken as said of its own subject
-   ("Everything is one big matrix product" answers a question about attention). An
-   item's point counts only when said of its own subject; an item without `subject`
-   takes any. Another item's point said of this item's subject, in a clause that
-   says nothing of this item's own and does not name the other's subject, is this item's
-   opposite (swapped roles: "the Key is what the token is looking for").
-3. A negation word at most NEGATION_REACH words before a match, in its clause, not across a
-   colon, bracket or "then"/"thì" (a condition's negation: "nếu không chia thì score lớn"), and
-   outside every matched pattern, turns the match around: a negated
-   point is no point (and a flag). A pattern that holds its own negation ("not real",
-   "không có") is read as written. Where an item's accept and reject matches overlap, the
-   longer one is the reading. An opposite in a clause opened by "instead of", "thay vì"
-   (`answers_text.ALTERNATIVES`) is set aside, not claimed.
-4. An item scores when its point is said and neither its opposite nor a negated point is.
-   The score is the sum, capped at the question's points. An answer that repeats the
-   question, or strings key words together without a sentence, scores 0.
+2. A match of `accept` or `reject` is said of the nearest subject (of any item of the question)
+   before it in its clause, else the nearest after it, else the last one named in an earlier clause
+   (not when the clause opens on "the other", "một cái"...: see `answers_text.DISTRIBUTIVES`); with
+   none named before it, it is taken as said of its own subject ("Everything is one big matrix
+   product" answers a question about attention). An item's point counts only when said of its own
+   subject; an item without `subject` takes any. Another item's point said of this item's subject,
+   in a clause that says nothing of this item's own and does not name the other's subject, is this
+   item's opposite (swapped roles: "the Key is what the token is looking for").
+3. A negation word at most NEGATION_REACH words before a match, in its clause, not across a colon,
+   bracket or "then"/"thì" (a condition's negation: "nếu không chia thì score lớn"), and outside
+   every matched pattern, turns the match around: a negated point is no point (and a flag). A
+   pattern that holds its own negation ("not real", "không có") is read as written. Where an item's
+   accept and reject matches overlap, the longer one is the reading. An opposite in a clause opened
+   by "instead of", "thay vì" (`answers_text.ALTERNATIVES`) is set aside, not claimed.
+4. An item scores when its point is said and neither its opposite nor a negated point is. The score
+   is the sum, capped at the question's points. An answer that repeats the question, or strings key
+   words together without a sentence, scores 0.
 
 Patterns are Python regular expressions matched on the folded text; a top-level `|` branch
 that starts (or starts with a group that starts) with a letter or digit matches whole words
@@ -45,10 +43,10 @@ such as "prevents" (`answers_text.PREVENTIVES`); `{not}` is any negation word.
 The grade is unsure (`reasons`: a person should review it) when a point is matched next to a
 negation; when a point and its opposite are both said; when it earns points and also states an
 opposite; when the score is partial, unless `_sure_partial` holds (points clearly said, the others
-untouched, not a question that asks to name items: see there); when it earns points but hedges,
-or answers a question that asks for a list with bare one-word terms; when it is long (LONG_WORDS)
-or argues by analogy and misses points; when a full score comes from fewer than `min_words`
-words; when it has more than `max_words`.
+untouched, not a question that asks to name items: see there); when it earns points but hedges, or
+answers a question that asks for a list with bare one-word terms; when it is long (LONG_WORDS) or
+argues by analogy and misses points; when a full score comes from fewer than `min_words` words; when
+it has more than `max_words`.
 """
 
 from __future__ import annotations
@@ -67,6 +65,8 @@ from grader.answers.text import (
     FUNCTION_WORD,
     HEDGE,
     LIKENESS,
+    LIST_ITEMS,
+    LIST_LABEL,
     NEGATION_REACH,
     SHARED_BY_ALL,
     SHORT_REACH,
@@ -376,10 +376,11 @@ def _keyword_list(t: Text, claims: Sequence[_Match], items: list[list[str]] | No
 def _bare_items(t: Text, claims: Sequence[_Match]) -> list[list[str]] | None:
     """The answer's comma-separated items (their words), or None where it has a function word
     outside the matched wordings: a sentence, not a list of terms."""
+    after = label.end() if (label := LIST_LABEL.match(t.folded)) else 0  # "keywords: mask, eval"
     if any(not any(c.start <= w.start() and w.end() <= c.end for c in claims)
-           for w in FUNCTION_WORD.finditer(t.folded)):
+           for w in FUNCTION_WORD.finditer(t.folded, after)):
         return None
-    return [WORD.findall(s) for s in re.split(r"[,;\n]+", t.folded) if s.strip()]
+    return [WORD.findall(s) for s in LIST_ITEMS.split(t.folded[after:]) if s.strip()]
 
 
 def _words(*texts: str) -> set[str]:
