@@ -12,6 +12,7 @@ import json
 import os
 import socket
 import struct
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -582,3 +583,18 @@ def test_a_shared_zygote_serves_each_connection_its_own_children(mode: str) -> N
     finally:
         for sb in (first, second, owner):
             sb.stop()
+
+
+def test_the_zygote_prewarm_starts_no_thread_and_draws_no_random_number() -> None:
+    """What the zygote runs before forking stays on the meta device: a CPU op could start
+    torch's thread pool (forking a threaded process is unsafe) or move the generators."""
+    probe = (
+        "import os, torch\n"
+        "from grader.sandbox.inside import zygote\n"
+        "threads, state = len(os.listdir('/proc/self/task')), torch.get_rng_state()\n"
+        "zygote._prewarm()\n"
+        "assert len(os.listdir('/proc/self/task')) == threads, 'a thread was started'\n"
+        "assert torch.equal(torch.get_rng_state(), state), 'a random number was drawn'\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]

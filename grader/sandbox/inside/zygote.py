@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import gc
 import json
+import math
 import os
 import random
 import resource
@@ -60,7 +61,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import IPython.core.interactiveshell  # noqa: F401
-import torch  # noqa: F401  (imported once here so every child starts warm)
+import torch  # imported once here so every child starts warm
 
 from grader.sandbox import protocol, wire
 from grader.sandbox.inside import child, reaper
@@ -78,6 +79,33 @@ def _prewarm() -> None:
     import torch._dynamo
     import torch._refs
     import torch._subclasses.fake_tensor  # noqa: F401
+
+    _attend_on_meta()
+
+
+def _attend_on_meta() -> None:
+    """Run attention's usual ops once on the meta device: each op finds its meta kernel
+    and caches it on first use (~20 ms a child otherwise). Meta ops compute nothing and
+    start no thread, so forking stays safe; each test seeds its own generators."""
+    import torch.nn.functional as F
+
+    x = torch.empty(2, 5, 16, device="meta")
+    pad = torch.ones(2, 5, dtype=torch.bool, device="meta").to(x.device)
+    torch.empty(4, 4).to("meta")  # a module moved to meta (allocated on the CPU, not filled)
+    qkv = torch.nn.Linear(16, 48, device="meta")(x)
+    _ = qkv.chunk(3, dim=-1), qkv.split(16, dim=-1)  # the other ways to cut q, k and v
+    q, k, v = qkv.view(2, 5, 3, 2, 8).permute(2, 0, 3, 1, 4).unbind(0)
+    scores = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(8)
+    causal = torch.tril(torch.ones(5, 5, device="meta")) == 0
+    scores = torch.where(causal | ~pad[:, None, None, :], float("-inf"), scores)
+    allowed = pad.unsqueeze(1).unsqueeze(2) & torch.ones(5, 5, dtype=torch.bool, device="meta").triu()
+    scores = scores.masked_fill(~allowed, torch.finfo(scores.dtype).min)
+    weights = torch.nn.Dropout(0.1)(F.softmax(scores, dim=-1))
+    out = (weights @ v).transpose(1, 2).contiguous().reshape(2, 5, 16)
+    torch.nn.Linear(16, 16, device="meta")(out.view(2, 5, 16))
+    F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, dropout_p=0.1)
+    F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    torch.einsum("bhqd,bhkd->bhqk", q, k).softmax(-1)
 
 
 def _prebuild_shell() -> None:
