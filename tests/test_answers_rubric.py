@@ -414,9 +414,10 @@ def test_bare_one_word_terms_for_a_question_that_asks_for_items_are_flagged() ->
     assert grade.score == 1.0 and not any("bare terms" in r for r in grade.reasons)
 
 
-@pytest.mark.parametrize("text", ["Keywords: cats, dogs, mice", "Từ khóa: cats/dogs, mice"])
+@pytest.mark.parametrize("text", ["Keywords: cats, dogs, mice", "Từ khóa: cats/dogs, mice", "cats fed, dogs walked, mice"])
 def test_bare_terms_after_a_label_or_between_slashes_are_flagged(text: str) -> None:
-    """The label opening a list ("từ" is a function word) and a slash do not make a sentence."""
+    """The label opening a list ("từ" is a function word), a slash and a word added to a term do
+    not make a sentence."""
     grade = grade_text(text, MANY, 1.0)
     assert grade.score == 1.0 and any("bare terms" in r for r in grade.reasons), grade
 

@@ -44,7 +44,7 @@ The grade is unsure (`reasons`: a person should review it) when a point is match
 negation; when a point and its opposite are both said; when it earns points and also states an
 opposite; when the score is partial, unless `_sure_partial` holds (points clearly said, the others
 untouched, not a question that asks to name items: see there); when it earns points but hedges, or
-answers a question that asks for a list with bare one-word terms; when it is long (LONG_WORDS) or
+answers a question that asks for a list with bare terms of a word or two; when it is long (LONG_WORDS) or
 argues by analogy and misses points; when a full score comes from fewer than `min_words` words; when
 it has more than `max_words`.
 """
@@ -91,7 +91,7 @@ REASONS = {
     "conflict": "the answer states a key point and also its opposite",
     "mixed": "the answer earns points but also states the opposite of a key point",
     "partial": "partial credit: only some key points were recognised, and the others may be said in other words",
-    "terms": "it names bare terms, one word each, without saying what they are for",
+    "terms": "it names bare terms, a word or two each, without saying what they are for",
     "hedge": "it earns points but hedges (\"maybe\", \"chắc là\", a question mark, or \"some say ..., but\")",
     "paraphrase": "a long answer, or one that argues by analogy, that the patterns do not give full marks",
     "short": "very short for full marks", "long": "unusually long",
@@ -280,7 +280,7 @@ def grade_text(text: str, entry: Mapping[str, Any], points: float, prompt: str =
         reasons.add("partial")  # where credit is split, a person decides how much
     if score > _EPS and HEDGE.search(t.folded):
         reasons.add("hedge")
-    if score > _EPS and asks_for_a_list and items and len(items) >= 3 and all(len(i) == 1 for i in items):
+    if score > _EPS and asks_for_a_list and items and len(items) >= 3 and all(len(i) <= 2 for i in items):
         reasons.add("terms")  # "masks, seq_len, eval, dtype": named, but nothing said of them
     if score < points - _EPS and not listing and (words >= LONG_WORDS or ANALOGY.search(t.folded)):
         reasons.add("paraphrase")
