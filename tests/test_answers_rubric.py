@@ -441,3 +441,14 @@ def test_a_wording_that_names_its_subject_is_said_of_it() -> None:
 def test_a_minus_sign_reads_as_a_hyphen() -> None:
     rubric = {"rubric": [{"points": 1, "concept": "the previous step", "accept": ["t ?- ?1"]}]}
     assert grade_text("Each step waits for step t−1 to finish first.", rubric, 1.0).score == 1.0
+
+
+def test_a_list_whose_term_names_a_subject_and_says_its_point_is_flagged() -> None:
+    """"RNN tuần tự, attention song song" reads as a list of terms (0), but each term is a short
+    claim: a person decides. A list of bare terms stays a sure 0."""
+    rubric = {"rubric": [{"points": 0.5, "concept": "cats hunt", "subject": ["cats?"], "accept": [r"hunt\w*"]},
+                         {"points": 0.5, "concept": "dogs guard", "subject": ["dogs?"], "accept": [r"guard\w*"]}]}
+    grade = grade_text("cats hunting, dogs guarding, mice", rubric, 1.0)
+    assert grade.score == 0.0 and any("names a subject" in r for r in grade.reasons), grade
+    grade = grade_text("hunting, guarding, O(n) quick mice", rubric, 1.0)  # "O(n)" is one word
+    assert grade.score == 0.0 and not grade.reasons, grade

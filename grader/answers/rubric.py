@@ -44,7 +44,8 @@ The grade is unsure (`reasons`: a person should review it) when a point is match
 negation; when a point and its opposite are both said; when it earns points and also states an
 opposite; when the score is partial, unless `_sure_partial` holds (points clearly said, the others
 untouched, not a question that asks to name items: see there); when it earns points but hedges, or
-answers a question that asks for a list with bare terms of a word or two; when it is long (LONG_WORDS) or
+answers a question that asks for a list with bare terms of a word or two; when key words strung
+together (`listing`) hold a term that names a subject and says its point; when it is long (LONG_WORDS) or
 argues by analogy and misses points; when a full score comes from fewer than `min_words` words; when
 it has more than `max_words`.
 """
@@ -56,17 +57,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from grader.answers.listing import bare_items, bare_terms, keyword_list, terse_claim
 from grader.answers.patterns import reading
 from grader.answers.text import (
     ALTERNATIVE,
     ANALOGY,
     CONSEQUENCE,
     DENIED_AFTER,
-    FUNCTION_WORD,
     HEDGE,
     LIKENESS,
-    LIST_ITEMS,
-    LIST_LABEL,
     NEGATION_REACH,
     SHARED_BY_ALL,
     SHORT_REACH,
@@ -91,6 +90,7 @@ REASONS = {
     "conflict": "the answer states a key point and also its opposite",
     "mixed": "the answer earns points but also states the opposite of a key point",
     "partial": "partial credit: only some key points were recognised, and the others may be said in other words",
+    "keywords": "it reads as key words strung together (scored 0), but a term in it names a subject and its point",
     "terms": "it names bare terms, a word or two each, without saying what they are for",
     "hedge": "it earns points but hedges (\"maybe\", \"chắc là\", a question mark, or \"some say ..., but\")",
     "paraphrase": "a long answer, or one that argues by analogy, that the patterns do not give full marks",
@@ -257,8 +257,8 @@ def grade_text(text: str, entry: Mapping[str, Any], points: float, prompt: str =
         if (index, clause) not in own_in_clause:
             evidence[index].opposite = True
     asks_for_a_list = sum(float(i.get("points", 0)) for i in rubric) > points + _EPS
-    items = _bare_items(t, claims)
-    listing = _keyword_list(t, claims, items, asks_for_a_list)
+    items = bare_items(t, [(c.start, c.end) for c in claims])
+    listing = keyword_list(t, items, asks_for_a_list, len({m.item for m in claims}))
     if _copies_question(t, [prompt, *(entry.get("prompts") or ())]):
         return TextGrade(0.0, (), tuple(str(i["concept"]) for i in rubric), (), (), copied=True)
     scored, reasons = [], set()
@@ -278,9 +278,12 @@ def grade_text(text: str, entry: Mapping[str, Any], points: float, prompt: str =
     if _EPS < score < points - _EPS and not listing and (asks_for_a_list or not _sure_partial(
             t, rubric, scored, evidence, claims, spans, found_negations, words, topic_matches)):
         reasons.add("partial")  # where credit is split, a person decides how much
+    if listing and terse_claim(t, [(s.start, m.end) for m in claims if m.kind == "accept"
+                                   for s in subjects if s.item == m.item and s.start < m.start]):
+        reasons.add("keywords")  # "RNN tuần tự, attention song song": short claims, not terms
     if score > _EPS and HEDGE.search(t.folded):
         reasons.add("hedge")
-    if score > _EPS and asks_for_a_list and items and len(items) >= 3 and all(len(i) <= 2 for i in items):
+    if score > _EPS and asks_for_a_list and bare_terms(items):
         reasons.add("terms")  # "masks, seq_len, eval, dtype": named, but nothing said of them
     if score < points - _EPS and not listing and (words >= LONG_WORDS or ANALOGY.search(t.folded)):
         reasons.add("paraphrase")
@@ -357,30 +360,6 @@ def _claims(matches: list[_Match]) -> list[_Match]:
                for o in rivals):
             kept.append(m)
     return kept
-
-
-def _keyword_list(t: Text, claims: Sequence[_Match], items: list[list[str]] | None, asks_for_a_list: bool) -> bool:
-    """Key words strung together without a sentence, no function word: three or more
-    comma-separated terms of at most three words ("matmul, GPU, O(1)"), unless the question
-    asks to name items (q10); or one clause of four words or more, no formula, touching two
-    key points or more. A function word inside a matched wording is part of the term ("tuan tu",
-    "ma tran" read without their accents). `items`: `_bare_items`."""
-    if items is None:
-        return False
-    if not asks_for_a_list and len(items) >= 3 and all(len(i) <= 3 for i in items):
-        return True
-    return (len(WORD.findall(t.folded)) >= 4 and len(t.clauses) == 1
-            and not re.search(r"[=:<>()\[\]/^*+]|->|→", t.folded) and len({m.item for m in claims}) >= 2)
-
-
-def _bare_items(t: Text, claims: Sequence[_Match]) -> list[list[str]] | None:
-    """The answer's comma-separated items (their words), or None where it has a function word
-    outside the matched wordings: a sentence, not a list of terms."""
-    after = label.end() if (label := LIST_LABEL.match(t.folded)) else 0  # "keywords: mask, eval"
-    if any(not any(c.start <= w.start() and w.end() <= c.end for c in claims)
-           for w in FUNCTION_WORD.finditer(t.folded, after)):
-        return None
-    return [WORD.findall(s) for s in LIST_ITEMS.split(t.folded[after:]) if s.strip()]
 
 
 def _words(*texts: str) -> set[str]:

@@ -1,0 +1,50 @@
+"""Answers that list terms instead of making claims: "matmul, GPU, O(1)", "Keywords: mask, eval".
+
+Read on the folded text (`answers.text.Text`), with the spans of what the rubric's patterns
+matched (a function word inside a matched wording, "tuan tu", is part of a term).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from grader.answers.text import FUNCTION_WORD, ITEM_WORD, LIST_ITEMS, LIST_LABEL, WORD, Text
+
+Span = tuple[int, int]
+FORMULA = re.compile(r"[=:<>()\[\]/^*+]|->|→")
+
+
+def bare_items(t: Text, matched: Sequence[Span]) -> list[list[str]] | None:
+    """The answer's comma-separated items (their words), or None where it has a function word
+    outside the matched wordings: a sentence, not a list of terms."""
+    after = label.end() if (label := LIST_LABEL.match(t.folded)) else 0  # "keywords: mask, eval"
+    if any(not any(a <= w.start() and w.end() <= b for a, b in matched)
+           for w in FUNCTION_WORD.finditer(t.folded, after)):
+        return None
+    return [ITEM_WORD.findall(s) for s in LIST_ITEMS.split(t.folded[after:]) if s.strip()]
+
+
+def keyword_list(t: Text, items: list[list[str]] | None, asks_for_a_list: bool, points_touched: int) -> bool:
+    """Key words strung together without a sentence, no function word: three or more
+    comma-separated terms of at most three words ("matmul, GPU, O(1) sequential ops"), unless
+    the question asks to name items (q10); or one clause of four words or more, no formula,
+    touching two key points or more. `items`: `bare_items`."""
+    if items is None:
+        return False
+    if not asks_for_a_list and len(items) >= 3 and all(len(i) <= 3 for i in items):
+        return True
+    return (len(WORD.findall(t.folded)) >= 4 and len(t.clauses) == 1 and not FORMULA.search(t.folded)
+            and points_touched >= 2)
+
+
+def bare_terms(items: list[list[str]] | None) -> bool:
+    """Three or more terms of a word or two each ("mask tests, seq_len cap, eval")."""
+    return bool(items) and len(items or ()) >= 3 and all(len(i) <= 2 for i in items or ())
+
+
+def terse_claim(t: Text, said_of: Sequence[Span]) -> bool:
+    """Whether one listed term names a subject and says its point ("RNN tuần tự, attention song
+    song"): a short claim, not a term. `said_of`: (subject's start, point's end) pairs."""
+    bounds = [0, *(m.end() for m in LIST_ITEMS.finditer(t.folded)), len(t.folded)]
+    return any(a <= start and end <= b for a, b in zip(bounds, bounds[1:]) for start, end in said_of)
