@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from grader.answers import listing
 from grader.answers.patterns import check_rubric, compile_key, reading, term
 from grader.answers.rubric import grade_text
 from grader.answers.text import FORMS, code_marks, read
@@ -452,3 +453,10 @@ def test_a_list_whose_term_names_a_subject_and_says_its_point_is_flagged() -> No
     assert grade.score == 0.0 and any("names a subject" in r for r in grade.reasons), grade
     grade = grade_text("hunting, guarding, O(n) quick mice", rubric, 1.0)  # "O(n)" is one word
     assert grade.score == 0.0 and not grade.reasons, grade
+
+
+def test_listed_terms_are_read_after_a_label_with_a_big_o_as_one_word() -> None:
+    t = read("Từ khóa: mask, O(n^2) cost / eval")
+    assert listing.bare_items(t, []) == [["mask"], ["o(n^2)", "cost"], ["eval"]]
+    assert listing.bare_terms(listing.bare_items(t, []))
+    assert listing.bare_items(read("mask is tested, eval"), []) is None  # "is": a sentence

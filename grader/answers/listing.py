@@ -9,10 +9,16 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from grader.answers.text import FUNCTION_WORD, ITEM_WORD, LIST_ITEMS, LIST_LABEL, WORD, Text
+from grader.answers.text import FUNCTION_WORD, WORD, Text
 
 Span = tuple[int, int]
 FORMULA = re.compile(r"[=:<>()\[\]/^*+]|->|→")
+ITEM_WORD = re.compile(r"\w+(?:\([^()\s]*\))?")
+"""A word of a listed term; a call or a big-O with its brackets is one ("O(1)", "O(n^2)")."""
+LIST_ITEMS = re.compile(r"[,;/\n]+")
+"""What separates the items of a list of terms ("mask, seq_len; eval/dtype")."""
+LIST_LABEL = re.compile(r"^\W*\w+(?:\s+\w+)?\s*:(?!\S)")
+"""A label that opens a list ("keywords:", "tu khoa:"), not one of its items."""
 
 
 def bare_items(t: Text, matched: Sequence[Span]) -> list[list[str]] | None:
@@ -40,7 +46,7 @@ def keyword_list(t: Text, items: list[list[str]] | None, asks_for_a_list: bool, 
 
 def bare_terms(items: list[list[str]] | None) -> bool:
     """Three or more terms of a word or two each ("mask tests, seq_len cap, eval")."""
-    return bool(items) and len(items or ()) >= 3 and all(len(i) <= 2 for i in items or ())
+    return items is not None and len(items) >= 3 and all(len(i) <= 2 for i in items)
 
 
 def terse_claim(t: Text, said_of: Sequence[Span]) -> bool:

@@ -119,12 +119,6 @@ NOT = r"(?:\b(?:" + _alternation(NEGATIONS) + r")\b|\b\w*n't\b|" + "|".join(
     re.escape(s) for s in SYMBOL_NEGATIONS) + ")"
 """`{not}` in a rubric pattern: any negation word."""
 WORD = re.compile(r"\w+")
-ITEM_WORD = re.compile(r"\w+(?:\([^()\s]*\))?")
-"""A word of a listed term; a call or a big-O with its brackets is one ("O(1)", "O(n^2)")."""
-LIST_ITEMS = re.compile(r"[,;/\n]+")
-"""What separates the items of a list of terms ("mask, seq_len; eval/dtype")."""
-LIST_LABEL = re.compile(r"^\W*\w+(?:\s+\w+)?\s*:(?!\S)")
-"""A label that opens a list ("keywords:", "tu khoa:"), not one of its items."""
 CONSEQUENCE = _word_list(CONSEQUENCE_WORDS)
 _OPENING = r"^\W*(?:(?:and|va|con|while|but|nhung)\s+)?"
 DISTRIBUTIVE = re.compile(_OPENING + r"(?:\w+\s+){0,2}?" + _word_list(DISTRIBUTIVES).pattern)
