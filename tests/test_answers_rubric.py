@@ -432,6 +432,14 @@ def test_a_claim_reported_or_retracted_is_a_hedge(text: str) -> None:
     assert _grade("Cats chase mice, but dogs guard the house.").reasons == ()  # a "but" alone is no hedge
 
 
+@pytest.mark.parametrize("text", ['Cats chase mice ("dinner?"), and dogs guard the house (who is there?).',
+                                  "Cats chase mice and dogs guard the house, nhưng thực tế chó ngủ cả ngày."])
+def test_a_quoted_question_or_in_reality_is_no_hedge(text: str) -> None:
+    """A question mark in quotes or brackets is an example; "in reality" goes on with the claim."""
+    assert _grade(text).reasons == (), _grade(text)
+    assert any("hedges" in r for r in _grade("Cats chase mice and dogs guard the house?").reasons)
+
+
 def test_a_wording_that_names_its_subject_is_said_of_it() -> None:
     """"Dogs also chase them" is said of the dogs, not of the cats named last before it."""
     rubric = {"rubric": [PETS["rubric"][0], {**PETS["rubric"][1], "reject": ["dogs? (\\w+ )?also chas\\w*"]}]}

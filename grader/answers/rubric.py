@@ -64,7 +64,6 @@ from grader.answers.text import (
     ANALOGY,
     CONSEQUENCE,
     DENIED_AFTER,
-    HEDGE,
     LIKENESS,
     NEGATION_REACH,
     SHARED_BY_ALL,
@@ -73,6 +72,7 @@ from grader.answers.text import (
     Text,
     analogy_frames,
     distributive,
+    hedged,
     negations,
     read,
 )
@@ -281,7 +281,7 @@ def grade_text(text: str, entry: Mapping[str, Any], points: float, prompt: str =
     if listing and terse_claim(t, [(s.start, m.end) for m in claims if m.kind == "accept"
                                    for s in subjects if s.item == m.item and s.start < m.start]):
         reasons.add("keywords")  # "RNN tuần tự, attention song song": short claims, not terms
-    if score > _EPS and HEDGE.search(t.folded):
+    if score > _EPS and hedged(t.folded):
         reasons.add("hedge")
     if score > _EPS and asks_for_a_list and bare_terms(items):
         reasons.add("terms")  # "masks, seq_len, eval, dtype": named, but nothing said of them
@@ -325,7 +325,7 @@ def _sure_partial(t: Text, rubric: Sequence[Mapping[str, Any]], scored: Sequence
             return False
         if any(m.item == n for m in claims):
             return False
-    if ANALOGY.search(t.folded) or HEDGE.search(t.folded):
+    if ANALOGY.search(t.folded) or hedged(t.folded):
         return False
     return all(any(s.start <= a and b <= s.end for s in spans) or not _clause_claims(t, a, claims)
                for a, b in found_negations)

@@ -89,12 +89,20 @@ NEGATION_SUFFIX = re.compile(r"\w(n't)\b")
 _ACCENTED = {strip_accents(w).lower(): w.lower() for w in NEGATIONS}
 CLAUSE_WORD = _word_list(CLAUSE_WORDS)
 _CLAUSE_ACCENTED = {strip_accents(w): w for w in CLAUSE_WORDS if strip_accents(w) != w}
-RETRACTIONS = ("but actually", "but in fact", "but in reality", "nhưng thật ra", "nhưng thực ra", "nhưng thực tế")
-"""An answer that turns on what it said before ("..., but actually those do not matter")."""
-HEDGE = re.compile(r"(?<!chua )(?:" + _word_list(HEDGES + RETRACTIONS).pattern + r")|\?|"
+RETRACTIONS = ("but actually", "but in fact", "nhưng thật ra", "nhưng thực ra")
+"""An answer that turns on what it said before ("..., but actually those do not matter"); not "but in
+reality", "nhưng thực tế" ("loss đẹp nhưng thực tế dở": the claim itself)."""
+HEDGE = re.compile(r"(?<!chua )(?:" + _word_list(HEDGES + RETRACTIONS).pattern + r")|"
                    + _word_list(REPORTERS).pattern + ".*?" + _word_list(CONTRASTS).pattern, re.S)
 """A hedge, not after "chưa": "chưa chắc là nguyên nhân" is "not necessarily the cause", a claim;
 a retraction; or a claim reported, then turned on (`REPORTERS`, `CONTRASTS`)."""
+QUOTED = re.compile(r'"[^"]*"|“[^”]*”|\([^()]*\)')
+"""A quotation or a bracket: a question mark in it is an example ("Query: 'tôi cần gì?'"), not doubt."""
+
+
+def hedged(folded: str) -> bool:
+    """Whether the answer hedges: a hedge word (`HEDGE`) or a question mark of its own."""
+    return bool(HEDGE.search(folded)) or "?" in QUOTED.sub("", folded)
 ANALOGY = _word_list(ANALOGIES)
 LIKENESS = re.compile(ANALOGY.pattern + r"|\bgiong\b|\b(?:is|are|'s|acts|works|looks|just) like\b")
 """An analogy opened in a clause ("Q giống câu search user gõ vào", "K is like a label"):
