@@ -109,7 +109,8 @@ LIKENESS = re.compile(ANALOGY.pattern + r"|\bgiong\b|\b(?:is|are|'s|acts|works|l
 what follows it in the clause is its picture, so an opposite's words there claim nothing."""
 _FRAME = re.compile(r"\W*(?:" + _word_list(ANALOGIES + ("giống", "like", "just like", "kiểu như")).pattern + ")")
 NO_BEFORE_VI = ("la", "co", "se", "da", "dang", "chi", "cung", "bi", "duoc", "van", "thi", "lam", "khong",
-                "phai", "gay", "tinh", "nhin", "hoc", "sinh", "chua", "can", "rat", "that", "moi", "lai")
+                "phai", "gay", "tinh", "nhin", "hoc", "sinh", "chua", "can", "rat", "that", "moi", "lai",
+                "biet", "giup", "chay", "thay", "dung", "muon", "tao", "lay", "giu", "xu", "hieu", "nghi", "tra")
 """Words after which "no" is Vietnamese "nó" (it) in a pattern's `{not}` or gap: "không có nghĩa
 nó là causal" ("no la", never English). `negations` reads the answer as a whole instead."""
 
