@@ -103,6 +103,8 @@ QUOTED = re.compile(r'"[^"]*"|“[^”]*”|\([^()]*\)')
 def hedged(folded: str) -> bool:
     """Whether the answer hedges: a hedge word (`HEDGE`) or a question mark of its own."""
     return bool(HEDGE.search(folded)) or "?" in QUOTED.sub("", folded)
+
+
 ANALOGY = _word_list(ANALOGIES)
 LIKENESS = re.compile(ANALOGY.pattern + r"|\bgiong\b|\b(?:is|are|'s|acts|works|looks|just) like\b")
 """An analogy opened in a clause ("Q giống câu search user gõ vào", "K is like a label"):

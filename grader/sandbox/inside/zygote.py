@@ -1,8 +1,9 @@
 """A warm process that imports torch once and forks a fresh child per submission.
 
 Started by `sandbox` (inside bubblewrap, or as a plain process). It stays
-single-threaded and never runs a torch op, so forking is safe and cheap (~10 ms instead
-of ~1.3 s for a fresh interpreter). The zygote itself never runs student code.
+single-threaded and computes nothing with torch (its warm-up ops run on the meta device:
+no thread, no random draw), so forking is safe and cheap (~10 ms instead of ~1.3 s for a
+fresh interpreter). The zygote itself never runs student code.
 
 Each child, before any student code runs (`grader.sandbox.inside.spawn`):
 
@@ -85,8 +86,9 @@ def _prewarm() -> None:
 
 def _attend_on_meta() -> None:
     """Run attention's usual ops once on the meta device: each op finds its meta kernel
-    and caches it on first use (~20 ms a child otherwise). Meta ops compute nothing and
-    start no thread, so forking stays safe; each test seeds its own generators."""
+    and caches it on first use (4-10 ms of CPU a child otherwise: `benchmarks/prewarm_probe.py`).
+    Meta ops compute nothing, start no thread and draw no random number, so forking stays safe
+    (held by a test in tests/test_sandbox.py)."""
     import torch.nn.functional as F
 
     x = torch.empty(2, 5, 16, device="meta")
