@@ -470,3 +470,21 @@ def test_listed_terms_are_read_after_a_label_with_a_big_o_as_one_word() -> None:
     assert listing.bare_items(t, []) == [["mask"], ["o(n^2)", "cost"], ["eval"]]
     assert listing.bare_terms(listing.bare_items(t, []))
     assert listing.bare_items(read("mask is tested, eval"), []) is None  # "is": a sentence
+
+
+def test_a_subject_named_as_a_comparisons_measure_has_the_point_denied_of_the_other() -> None:
+    # "A không có P như B": B has P; and the clauses after it go on about A, not B
+    for text in ("Dogs don't chase mice like cats do; they guard the house.",
+                 "Chó không đuổi chuột như mèo, mà canh giữ nhà.",
+                 "cho khong duoi chuot nhu meo, ma canh nha"):
+        grade = _grade(text)
+        assert (grade.score, grade.opposite) == (1.0, ()), (text, grade)
+    # without the comparison, the point is denied of the dogs and the next clause is said of the cats
+    assert _grade("Dogs don't chase mice, but cats; they guard the house.").score < 1.0
+
+
+def test_a_subject_set_equal_to_a_picture_nothing_reads_goes_to_a_person() -> None:
+    grade = _grade("Cats = the night shift that keeps the pantry quiet; dogs = a doorbell with teeth and a tail")
+    assert grade.score == 0.0 and any("picture" in r for r in grade.reasons), grade
+    short = _grade("Cats = pets; dogs = pets too.")
+    assert (short.score, short.reasons) == (0.0, ()), short

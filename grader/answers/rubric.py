@@ -18,7 +18,8 @@ only language. How an answer is read:
 1. Folded (lower case, accents dropped) and cut into clauses (`answers_text.read`).
 2. A match of `accept` or `reject` is said of the nearest subject (of any item of the question)
    before it in its clause, else the nearest after it, else the last one named in an earlier clause
-   (not when the clause opens on "the other", "một cái"...: see `answers_text.DISTRIBUTIVES`); with
+   (not when the clause opens on "the other", "một cái"...: see `answers_text.DISTRIBUTIVES`, nor one
+   named as a comparison's measure: "like an RNN", "như RNN", `answers_text.COMPARED`); with
    none named before it, it is taken as said of its own subject ("Everything is one big matrix
    product" answers a question about attention). An item's point counts only when said of its own
    subject; an item without `subject` takes any. Another item's point said of this item's subject,
@@ -27,7 +28,9 @@ only language. How an answer is read:
 3. A negation word at most NEGATION_REACH words before a match, in its clause, not across a colon,
    bracket or "then"/"thì" (a condition's negation: "nếu không chia thì score lớn"), and outside
    every matched pattern, turns the match around: a negated point is no point (and a flag). A
-   pattern that holds its own negation ("not real", "không có") is read as written. Where an item's
+   pattern that holds its own negation ("not real", "không có") is read as written. A point denied
+   and followed by its own subject as a comparison's measure is said of that subject ("attention không
+   có phụ thuộc tuần tự như RNN": the RNN has it). Where an item's
    accept and reject matches overlap, the longer one is the reading. An opposite in a clause opened
    by "instead of", "thay vì" (`answers_text.ALTERNATIVES`) is set aside, not claimed.
 4. An item scores when its point is said and neither its opposite nor a negated point is. The score
@@ -47,31 +50,26 @@ untouched, not a question that asks to name items: see there); when it earns poi
 answers a question that asks for a list with bare terms of a word or two; when key words strung
 together (`listing`) hold a term that names a subject and says its point; when it is long (LONG_WORDS) or
 argues by analogy and misses points; when a full score comes from fewer than `min_words` words; when
-it has more than `max_words`.
+it has more than `max_words`; when it misses points and sets a subject equal to a picture no
+pattern reads ("padding mask = ...", DEFINED_WORDS words or more).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from grader.answers.binding import Match, find, is_negated, measured_by_own, said_of, search, subject_mentions
 from grader.answers.listing import bare_items, bare_terms, keyword_list, terse_claim
-from grader.answers.patterns import reading
 from grader.answers.text import (
     ALTERNATIVE,
     ANALOGY,
-    CONSEQUENCE,
-    DENIED_AFTER,
     LIKENESS,
-    NEGATION_REACH,
     SHARED_BY_ALL,
-    SHORT_REACH,
     WORD,
     Text,
     analogy_frames,
-    distributive,
     hedged,
     negations,
     read,
@@ -82,6 +80,8 @@ _EPS = 1e-9
 MIN_WORDS, MAX_WORDS, LONG_WORDS = 6, 120, 30
 SURE_WORDS = 8
 """A partial score goes unflagged only in an answer of at least this many words (`_sure_partial`)."""
+DEFINED_WORDS = 5
+"""A subject set equal ("X = ...") to at least this many words that no pattern reads is a picture."""
 COPY_SHARE = 0.8
 """An answer whose words are at least this share of the question's is the question copied."""
 
@@ -93,7 +93,7 @@ REASONS = {
     "keywords": "it reads as key words strung together (scored 0), but a term in it names a subject and its point",
     "terms": "it names bare terms, a word or two each, without saying what they are for",
     "hedge": "it earns points but hedges (\"maybe\", \"chắc là\", a question mark, or \"some say ..., but\")",
-    "paraphrase": "a long answer, or one that argues by analogy, that the patterns do not give full marks",
+    "paraphrase": "a long answer, or one that argues by analogy or a picture, that the patterns do not give full marks",
     "short": "very short for full marks", "long": "unusually long",
 }
 
@@ -109,76 +109,6 @@ class TextGrade:
     """Why a person should review the score, in plain words; empty when the grader is sure."""
     copied: bool = False
     """The answer repeats the question (or one of the key's `prompts`)."""
-
-
-@dataclass(frozen=True)
-class _Match:
-    start: int
-    end: int
-    item: int
-    kind: str
-    """subject | accept | reject"""
-
-
-def _find(t: Text, rubric: Sequence[Mapping[str, Any]], kind: str, aliases: tuple[str, ...]) -> list[_Match]:
-    found = []
-    for n, item in enumerate(rubric):
-        for pattern in (p for key in aliases for p in item.get(key) or ()):
-            regex, text = reading(pattern, t)
-            for a, b in t.clauses:
-                found += [_Match(a + m.start(), a + m.end(), n, kind)
-                          for m in regex.finditer(text[a:b]) if m.end() > m.start()]
-    return found
-
-
-def _search(pattern: str, t: Text) -> bool:
-    regex, text = reading(pattern, t)
-    return regex.search(text) is not None
-
-
-def _subjects(matches: list[_Match]) -> list[_Match]:
-    """Subject mentions without overlaps: the longest wins, then the earliest item."""
-    kept: list[_Match] = []
-    for m in sorted(matches, key=lambda m: (-(m.end - m.start), m.item, m.start)):
-        if all(m.end <= k.start or m.start >= k.end for k in kept):
-            kept.append(m)
-    return sorted(kept, key=lambda m: m.start)
-
-
-def _said_of(m: _Match, subjects: list[_Match], clause: tuple[int, int], folded: str) -> int | None:
-    """The item whose subject the match is said of (one its own wording names first), None if none."""
-    a, b = clause
-    named = [s for s in subjects if m.start <= s.start and s.end <= m.end]  # "rnn ... cũng song song"
-    if named:
-        return named[0].item
-    before = [s for s in subjects if a <= s.start and s.end <= m.start]
-    if before:
-        return before[-1].item
-    after = [s for s in subjects if s.start >= m.end and s.end <= b]
-    if after:
-        return after[0].item
-    earlier = [s for s in subjects if s.end <= a]
-    if not earlier or distributive(folded[a:b], folded):
-        return None  # "..., the other hides future tokens": not said of the last one named
-    return earlier[-1].item
-
-
-def _negated(m: _Match, negations: list[tuple[int, int]], spans: list[_Match], t: Text,
-             clause: tuple[int, int]) -> bool:
-    if DENIED_AFTER.match(t.folded, m.end, clause[1]):
-        return True  # "eval mode thì không cần": said, then denied
-    for start, end in negations:
-        if not (clause[0] <= start and end <= m.start):
-            continue
-        if any(s.start <= start and end <= s.end for s in spans):
-            continue  # a pattern that holds its own negation, or a subject such as "k"
-        between = t.folded[end:m.start]
-        if re.search(r"[:()\[\]—–]", between) or CONSEQUENCE.search(between):
-            continue  # "no recurrence: the whole sequence ..." - a colon or a bracket ends its reach,
-            # and a condition's negation stops at its consequence: "nếu không chia thì score lớn"
-        if len(WORD.findall(between)) <= SHORT_REACH.get(t.folded[start:end], NEGATION_REACH):
-            return True
-    return False
 
 
 # ------------------------------------------------------------------------ scoring
@@ -197,13 +127,13 @@ class _Evidence:
 def grade_text(text: str, entry: Mapping[str, Any], points: float, prompt: str = "") -> TextGrade:
     rubric: Sequence[Mapping[str, Any]] = entry["rubric"]
     t = read(text)
-    subjects = _subjects(_find(t, rubric, "subject", ("subject",)))
+    subjects = subject_mentions(find(t, rubric, "subject", ("subject",)))
     frames = analogy_frames(t)
-    said = _find(t, rubric, "accept", ("accept", "any")) + _find(t, rubric, "reject", ("reject", "none"))
+    said = find(t, rubric, "accept", ("accept", "any")) + find(t, rubric, "reject", ("reject", "none"))
     claims = [m for m in _claims(said) if not any(a <= m.start < b for a, b in frames)]
     found_negations = negations(t)
     spans = subjects + claims
-    topic_matches = _find(t, rubric, "topic", ("topic",))
+    topic_matches = find(t, rubric, "topic", ("topic",))
     topics = {m.item for m in topic_matches}
     evidence = [_Evidence(named=n in topics or any(s.item == n for s in subjects)) for n in range(len(rubric))]
     has_subject = [bool(item.get("subject")) for item in rubric]
@@ -212,12 +142,14 @@ def grade_text(text: str, entry: Mapping[str, Any], points: float, prompt: str =
     asked = _words(prompt, *(entry.get("prompts") or ()))
     for m in claims:
         clause = _clause(t, m.start)
-        about = _said_of(m, subjects, clause, t.folded) if has_subject[m.item] else m.item
+        about = said_of(m, subjects, clause, t.folded) if has_subject[m.item] else m.item
         if m.kind == "reject" and (ALTERNATIVE.match(t.folded[clause[0]:clause[1]])
                                    or LIKENESS.search(t.folded, clause[0], m.start)):
             continue  # "... instead of one averaged view": the opposite is set aside, not claimed;
             # "Q giống câu search user gõ vào": an analogy's picture, not a claim
-        negated = _negated(m, found_negations, spans, t, clause)
+        negated = is_negated(m, found_negations, spans, t, clause)
+        if negated and m.kind == "accept" and measured_by_own(m, subjects, t, clause):
+            about, negated = m.item, False  # "không có phụ thuộc tuần tự như RNN": RNN has it
         if has_subject[m.item] and SHARED_BY_ALL.match(t.folded[clause[0]:clause[1]]) and not any(
                 clause[0] <= s.start < m.start for s in subjects):
             about = m.item  # "both block future tokens": said of each subject, its own included
@@ -263,7 +195,7 @@ def grade_text(text: str, entry: Mapping[str, Any], points: float, prompt: str =
         return TextGrade(0.0, (), tuple(str(i["concept"]) for i in rubric), (), (), copied=True)
     scored, reasons = [], set()
     for item, ev in zip(rubric, evidence):
-        all_ok = all(_search(p, t) for p in item.get("all") or ())
+        all_ok = all(search(p, t) for p in item.get("all") or ())
         credited = (ev.said or ev.unbound) and not ev.opposite and all_ok and not listing
         scored.append(credited)
         if ev.negated:
@@ -285,7 +217,8 @@ def grade_text(text: str, entry: Mapping[str, Any], points: float, prompt: str =
         reasons.add("hedge")
     if score > _EPS and asks_for_a_list and bare_terms(items):
         reasons.add("terms")  # "masks, seq_len, eval, dtype": named, but nothing said of them
-    if score < points - _EPS and not listing and (words >= LONG_WORDS or ANALOGY.search(t.folded)):
+    if score < points - _EPS and not listing and (words >= LONG_WORDS or ANALOGY.search(t.folded)
+                                                  or _defined_unread(t, subjects, claims, missed)):
         reasons.add("paraphrase")
     if score >= points - _EPS and words < int(entry.get("min_words", MIN_WORDS)):
         reasons.add("short")
@@ -302,8 +235,8 @@ def grade_text(text: str, entry: Mapping[str, Any], points: float, prompt: str =
 
 
 def _sure_partial(t: Text, rubric: Sequence[Mapping[str, Any]], scored: Sequence[bool],
-                  evidence: Sequence[_Evidence], claims: Sequence[_Match], spans: Sequence[_Match],
-                  found_negations: Sequence[tuple[int, int]], words: int, topics: Sequence[_Match]) -> bool:
+                  evidence: Sequence[_Evidence], claims: Sequence[Match], spans: Sequence[Match],
+                  found_negations: Sequence[tuple[int, int]], words: int, topics: Sequence[Match]) -> bool:
     """A partial score the grader may stand by without a person: each point credited is
     said of what it is about (its subject named, or its `topic` in the clause that says it);
     each missed one has a `subject`
@@ -331,7 +264,19 @@ def _sure_partial(t: Text, rubric: Sequence[Mapping[str, Any]], scored: Sequence
                for a, b in found_negations)
 
 
-def _named_where_said(t: Text, n: int, claims: Sequence[_Match], topics: Sequence[_Match]) -> bool:
+def _defined_unread(t: Text, subjects: Sequence[Match], claims: Sequence[Match], missed: Sequence[int]) -> bool:
+    """Whether a missed point's subject is set equal to a picture no pattern reads: "padding mask =
+    đừng nghe mấy cái ghế trống trong cuộc họp" may be an analogy without an analogy word."""
+    for s in subjects:
+        a, b = _clause(t, s.start)
+        rest = t.folded[s.end:b]
+        if s.item in missed and rest.lstrip().startswith("=") and len(WORD.findall(rest)) >= DEFINED_WORDS \
+                and not any(a <= c.start < b for c in claims):
+            return True
+    return False
+
+
+def _named_where_said(t: Text, n: int, claims: Sequence[Match], topics: Sequence[Match]) -> bool:
     """Whether a wording of item `n` is said in a clause that names its topic: "giúp đồng bộ
     gradient nhanh hơn" is fast, but not said of what the point is about."""
     return any(_clause(t, m.start) == _clause(t, x.start) for m in claims if m.item == n and m.kind == "accept"
@@ -342,13 +287,13 @@ def _clause(t: Text, at: int) -> tuple[int, int]:
     return next(c for c in t.clauses if c[0] <= at < c[1])
 
 
-def _clause_claims(t: Text, at: int, claims: Sequence[_Match]) -> bool:
+def _clause_claims(t: Text, at: int, claims: Sequence[Match]) -> bool:
     """Whether the clause holding position `at` states any point or its opposite."""
     a, b = _clause(t, at)
     return any(a <= m.start < b for m in claims)
 
 
-def _claims(matches: list[_Match]) -> list[_Match]:
+def _claims(matches: list[Match]) -> list[Match]:
     """Where an item's accept and reject patterns overlap, the longer match is the reading
     (a tie goes to the reject): "without scaling, softmax saturates" is not "scaling ... saturates"."""
     kept = []

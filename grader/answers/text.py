@@ -137,6 +137,10 @@ COMPARISON = _word_list(("vs", "versus", "so với", "compared to", "compared wi
 """A clause that compares ("sequential ops O(1) vs O(n)") speaks of both sides, so it is
 not said of the last subject named either."""
 ALTERNATIVE = re.compile(_OPENING + _word_list(ALTERNATIVES).pattern)
+COMPARED = re.compile(r"(?<!vi du )(?<!chang han )\b(?:nhu|giong|khac voi|like|unlike|as (?:in|with))\s+"
+                      r"(?:(?:the|a|an|cac|mot|o|trong|in|with)\s+)?$")
+"""The words before a subject named as the measure of a comparison ("... như RNN", "like an RNN",
+"unlike an LSTM"): the answer speaks of something else, and it measures it against this one."""
 SHARED_BY_ALL = re.compile(_OPENING + _word_list(SHARED).pattern)
 
 
@@ -149,6 +153,11 @@ def analogy_frames(t: Text) -> list[tuple[int, int]]:
         if colon > a and _FRAME.match(t.folded, a):
             frames.append((a, colon))
     return frames
+
+
+def compared(folded: str, start: int) -> bool:
+    """Whether the word at `start` is the measure of a comparison (`COMPARED`)."""
+    return bool(COMPARED.search(folded[max(0, start - 24):start]))
 
 
 def distributive(clause: str, folded: str) -> bool:

@@ -1,0 +1,104 @@
+"""Which subject a matched wording is said of, and whether a negation turns it around.
+
+The rules are steps 2 and 3 of `grader.answers.rubric`'s docstring; this module applies them to
+the matches of one answer (`find`), and `rubric` weighs what they say into a score.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from grader.answers.patterns import reading
+from grader.answers.text import (
+    CONSEQUENCE,
+    DENIED_AFTER,
+    NEGATION_REACH,
+    SHORT_REACH,
+    WORD,
+    Text,
+    compared,
+    distributive,
+)
+
+SHORT_GAP = 6
+"""At most this many words between a point and the subject it is measured by ("... như RNN")."""
+
+
+@dataclass(frozen=True)
+class Match:
+    start: int
+    end: int
+    item: int
+    kind: str
+    """subject | accept | reject"""
+
+
+def find(t: Text, rubric: Sequence[Mapping[str, Any]], kind: str, aliases: tuple[str, ...]) -> list[Match]:
+    found = []
+    for n, item in enumerate(rubric):
+        for pattern in (p for key in aliases for p in item.get(key) or ()):
+            regex, text = reading(pattern, t)
+            for a, b in t.clauses:
+                found += [Match(a + m.start(), a + m.end(), n, kind)
+                          for m in regex.finditer(text[a:b]) if m.end() > m.start()]
+    return found
+
+
+def search(pattern: str, t: Text) -> bool:
+    regex, text = reading(pattern, t)
+    return regex.search(text) is not None
+
+
+def subject_mentions(matches: list[Match]) -> list[Match]:
+    """Subject mentions without overlaps: the longest wins, then the earliest item."""
+    kept: list[Match] = []
+    for m in sorted(matches, key=lambda m: (-(m.end - m.start), m.item, m.start)):
+        if all(m.end <= k.start or m.start >= k.end for k in kept):
+            kept.append(m)
+    return sorted(kept, key=lambda m: m.start)
+
+
+def said_of(m: Match, subjects: list[Match], clause: tuple[int, int], folded: str) -> int | None:
+    """The item whose subject the match is said of (one its own wording names first), None if none."""
+    a, b = clause
+    named = [s for s in subjects if m.start <= s.start and s.end <= m.end]  # "rnn ... cũng song song"
+    if named:
+        return named[0].item
+    before = [s for s in subjects if a <= s.start and s.end <= m.start]
+    if before:
+        return before[-1].item
+    after = [s for s in subjects if s.start >= m.end and s.end <= b]
+    if after:
+        return after[0].item
+    earlier = [s for s in subjects if s.end <= a and not compared(folded, s.start)]
+    if not earlier or distributive(folded[a:b], folded):
+        return None  # "..., the other hides future tokens": not said of the last one named
+    return earlier[-1].item
+
+
+def measured_by_own(m: Match, subjects: list[Match], t: Text, clause: tuple[int, int]) -> bool:
+    """Whether a point is followed, in its clause, by its own subject as the measure of a comparison:
+    "no step-by-step dependency like an RNN" denies it of one thing and says it of the RNN."""
+    return any(s.item == m.item and m.end <= s.start < clause[1] and compared(t.folded, s.start)
+               and len(WORD.findall(t.folded[m.end:s.start])) <= SHORT_GAP for s in subjects)
+
+
+def is_negated(m: Match, negations: list[tuple[int, int]], spans: list[Match], t: Text,
+             clause: tuple[int, int]) -> bool:
+    if DENIED_AFTER.match(t.folded, m.end, clause[1]):
+        return True  # "eval mode thì không cần": said, then denied
+    for start, end in negations:
+        if not (clause[0] <= start and end <= m.start):
+            continue
+        if any(s.start <= start and end <= s.end for s in spans):
+            continue  # a pattern that holds its own negation, or a subject such as "k"
+        between = t.folded[end:m.start]
+        if re.search(r"[:()\[\]—–]", between) or CONSEQUENCE.search(between):
+            continue  # "no recurrence: the whole sequence ..." - a colon or a bracket ends its reach,
+            # and a condition's negation stops at its consequence: "nếu không chia thì score lớn"
+        if len(WORD.findall(between)) <= SHORT_REACH.get(t.folded[start:end], NEGATION_REACH):
+            return True
+    return False
