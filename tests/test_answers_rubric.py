@@ -488,3 +488,23 @@ def test_a_subject_set_equal_to_a_picture_nothing_reads_goes_to_a_person() -> No
     assert grade.score == 0.0 and any("picture" in r for r in grade.reasons), grade
     short = _grade("Cats = pets; dogs = pets too.")
     assert (short.score, short.reasons) == (0.0, ()), short
+
+
+def test_a_vietnamese_word_that_folds_onto_an_english_function_word_is_still_a_term() -> None:
+    # "ổn" folds to "on", "số" to "so": written with diacritics they are terms, not a sentence
+    assert listing.bare_items(read("variance, sqrt(d_k), softmax, gradient, ổn định"), []) is not None
+    assert listing.bare_items(read("Q K V, projection, W_q W_k W_v, dot product, softmax"), []) is not None
+    assert listing.bare_items(read("nó ổn định hơn vì chia cho căn"), []) is None  # "vì", "cho": a sentence
+    assert listing.bare_items(read("it is stable on any input"), []) is None
+
+
+def test_a_point_inside_another_items_denial_is_part_of_that_denial() -> None:
+    night = {"rubric": [
+        {"points": 0.5, "concept": "cats hunt at night", "subject": ["cats?"], "accept": ["at night"]},
+        {"points": 0.5, "concept": "dogs stay awake", "subject": ["dogs?"],
+         "accept": ["{not} (\\w+ ){0,2}sleep\\w* (\\w+ ){0,3}at night"]},
+    ]}
+    # "at night" inside the dogs' denial is not the cats' point said of the dogs: the cats are
+    # untouched, so the partial score is sure
+    grade = grade_text("Dogs can't sleep a single hour at night, they guard.", night, 1.0)
+    assert (grade.score, grade.found, grade.reasons) == (0.5, ("dogs stay awake",), ()), grade

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from grader.answers.text import FUNCTION_WORD, WORD, Text
+from grader.answers.text import WORD, Text, function_words
 
 Span = tuple[int, int]
 FORMULA = re.compile(r"[=:<>()\[\]/^*+]|->|→")
@@ -26,7 +26,7 @@ def bare_items(t: Text, matched: Sequence[Span]) -> list[list[str]] | None:
     outside the matched wordings: a sentence, not a list of terms."""
     after = label.end() if (label := LIST_LABEL.match(t.folded)) else 0  # "keywords: mask, eval"
     if any(not any(a <= w.start() and w.end() <= b for a, b in matched)
-           for w in FUNCTION_WORD.finditer(t.folded, after)):
+           for w in function_words(t, after)):
         return None
     return [ITEM_WORD.findall(s) for s in LIST_ITEMS.split(t.folded[after:]) if s.strip()]
 

@@ -28,7 +28,8 @@ only language. How an answer is read:
 3. A negation word at most NEGATION_REACH words before a match, in its clause, not across a colon,
    bracket or "then"/"thì" (a condition's negation: "nếu không chia thì score lớn"), and outside
    every matched pattern, turns the match around: a negated point is no point (and a flag). A
-   pattern that holds its own negation ("not real", "không có") is read as written. A point denied
+   pattern that holds its own negation ("not real", "không có") is read as written, and another item's
+   wording inside it is part of it ("can't compute the steps at the same time"). A point denied
    and followed by its own subject as a comparison's measure is said of that subject ("attention không
    có phụ thuộc tuần tự như RNN": the RNN has it). Where an item's
    accept and reject matches overlap, the longer one is the reading. An opposite in a clause opened
@@ -132,6 +133,7 @@ def grade_text(text: str, entry: Mapping[str, Any], points: float, prompt: str =
     said = find(t, rubric, "accept", ("accept", "any")) + find(t, rubric, "reject", ("reject", "none"))
     claims = [m for m in _claims(said) if not any(a <= m.start < b for a, b in frames)]
     found_negations = negations(t)
+    claims = [m for m in claims if not _inside_a_denial(m, claims, found_negations)]
     spans = subjects + claims
     topic_matches = find(t, rubric, "topic", ("topic",))
     topics = {m.item for m in topic_matches}
@@ -305,6 +307,15 @@ def _claims(matches: list[Match]) -> list[Match]:
                for o in rivals):
             kept.append(m)
     return kept
+
+
+def _inside_a_denial(m: Match, claims: Sequence[Match], found_negations: Sequence[tuple[int, int]]) -> bool:
+    """Whether the match lies inside a longer wording of another item that holds its own negation:
+    in "can't compute the steps at the same time", said of an RNN, "at the same time" is part of
+    the RNN's point, not attention's."""
+    return any(o.item != m.item and o.kind == "accept" and o.start <= m.start and m.end <= o.end
+               and o.end - o.start > m.end - m.start and any(o.start <= a and b <= o.end for a, b in found_negations)
+               for o in claims)
 
 
 def _words(*texts: str) -> set[str]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from grader.answers.values import SUPERSCRIPTS, strip_accents
@@ -126,6 +126,10 @@ def _alternation(words: Iterable[str]) -> str:
 
 NEGATION_WORDS = "(?:" + _alternation(NEGATIONS + PREVENTIVES) + ")"
 FUNCTION_WORD = _word_list(FUNCTION_WORDS + NEGATIONS)
+_FUNCTION_FORMS: dict[str, set[str]] = {}
+for _w in FUNCTION_WORDS + NEGATIONS:
+    _FUNCTION_FORMS.setdefault(strip_accents(_w).lower(), set()).add(_w.lower())
+
 NOT = r"(?:\b(?:" + _alternation(NEGATIONS) + r")\b|\b\w*n't\b|" + "|".join(
     re.escape(s) for s in SYMBOL_NEGATIONS) + ")"
 """`{not}` in a rubric pattern: any negation word."""
@@ -344,3 +348,14 @@ def _between_digits(text: str, i: int) -> bool:
 
 def _between_spaces(text: str, start: int, end: int) -> bool:
     return (start == 0 or text[start - 1].isspace()) and (end == len(text) or text[end].isspace())
+
+
+def function_words(t: Text, start: int = 0) -> Iterator[re.Match[str]]:
+    """The function words of an answer from `start`. In one written with diacritics, only as
+    written: there "ổn" is not "on", "số" not "so", and "ma trận" holds no "mà". A capital "K"
+    is the Key, not "k" for "không"."""
+    for m in FUNCTION_WORD.finditer(t.folded, start):
+        if m.group() == "k" and t.original[m.start()] == "K":
+            continue
+        if not t.accented or t.original[m.start():m.end()].lower() in _FUNCTION_FORMS.get(m.group(), ()):
+            yield m
