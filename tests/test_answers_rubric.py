@@ -508,3 +508,14 @@ def test_a_point_inside_another_items_denial_is_part_of_that_denial() -> None:
     # untouched, so the partial score is sure
     grade = grade_text("Dogs can't sleep a single hour at night, they guard.", night, 1.0)
     assert (grade.score, grade.found, grade.reasons) == (0.5, ("dogs stay awake",), ()), grade
+
+
+def test_a_long_answer_that_contradicts_each_point_is_a_sure_zero() -> None:
+    swapped = ("Dogs are the ones that chase the mice around the whole house all day long, while the cats"
+               " are the animals that guard the house at night and bark at every stranger who comes near it.")
+    grade = _grade(swapped)
+    assert (grade.score, grade.reasons) == (0.0, ()), grade
+    # a long answer that says nothing either way may put the points in words the patterns miss
+    silent = ("Cats and dogs have lived with people for thousands of years and each has its own habits, which"
+              " differ a lot from one breed to the next, so it is hard to say what they do in general.")
+    assert any("long answer" in r for r in _grade(silent).reasons)

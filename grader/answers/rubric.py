@@ -50,7 +50,8 @@ opposite; when the score is partial, unless `_sure_partial` holds (points clearl
 untouched, not a question that asks to name items: see there); when it earns points but hedges, or
 answers a question that asks for a list with bare terms of a word or two; when key words strung
 together (`listing`) hold a term that names a subject and says its point; when it is long (LONG_WORDS) or
-argues by analogy and misses points; when a full score comes from fewer than `min_words` words; when
+argues by analogy and misses points, unless it contradicts each point it misses; when a full score
+comes from fewer than `min_words` words; when
 it has more than `max_words`; when it misses points and sets a subject equal to a picture no
 pattern reads ("padding mask = ...", DEFINED_WORDS words or more).
 """
@@ -219,7 +220,9 @@ def grade_text(text: str, entry: Mapping[str, Any], points: float, prompt: str =
         reasons.add("hedge")
     if score > _EPS and asks_for_a_list and bare_terms(items):
         reasons.add("terms")  # "masks, seq_len, eval, dtype": named, but nothing said of them
-    if score < points - _EPS and not listing and (words >= LONG_WORDS or ANALOGY.search(t.folded)
+    refuted = all(evidence[n].opposite and not (evidence[n].said or evidence[n].unbound or evidence[n].negated)
+                  for n in missed)  # each point missed is contradicted ("the Key is what the token is looking for")
+    if score < points - _EPS and not listing and not refuted and (words >= LONG_WORDS or ANALOGY.search(t.folded)
                                                   or _defined_unread(t, subjects, claims, missed)):
         reasons.add("paraphrase")
     if score >= points - _EPS and words < int(entry.get("min_words", MIN_WORDS)):
