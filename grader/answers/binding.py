@@ -87,7 +87,7 @@ def measured_by_own(m: Match, subjects: list[Match], t: Text, clause: tuple[int,
 
 
 def is_negated(m: Match, negations: list[tuple[int, int]], spans: list[Match], t: Text,
-             clause: tuple[int, int]) -> bool:
+               clause: tuple[int, int]) -> bool:
     if DENIED_AFTER.match(t.folded, m.end, clause[1]):
         return True  # "eval mode thì không cần": said, then denied
     for start, end in negations:

@@ -49,11 +49,10 @@ negation; when a point and its opposite are both said; when it earns points and 
 opposite; when the score is partial, unless `_sure_partial` holds (points clearly said, the others
 untouched, not a question that asks to name items: see there); when it earns points but hedges, or
 answers a question that asks for a list with bare terms of a word or two; when key words strung
-together (`listing`) hold a term that names a subject and says its point; when it is long (LONG_WORDS) or
-argues by analogy and misses points, unless it contradicts each point it misses; when a full score
-comes from fewer than `min_words` words; when
-it has more than `max_words`; when it misses points and sets a subject equal to a picture no
-pattern reads ("padding mask = ...", DEFINED_WORDS words or more).
+together (`listing`) hold a term that names a subject and says its point; when it misses points
+and is long (LONG_WORDS), argues by analogy, or sets a subject equal to a picture no pattern reads
+("padding mask = ...", DEFINED_WORDS words or more), unless it contradicts each point it misses;
+when a full score comes from fewer than `min_words` words; when it has more than `max_words`.
 """
 
 from __future__ import annotations
