@@ -126,9 +126,10 @@ def _alternation(words: Iterable[str]) -> str:
 
 NEGATION_WORDS = "(?:" + _alternation(NEGATIONS + PREVENTIVES) + ")"
 FUNCTION_WORD = _word_list(FUNCTION_WORDS + NEGATIONS)
-_FUNCTION_FORMS: dict[str, set[str]] = {}
-for _w in FUNCTION_WORDS + NEGATIONS:
-    _FUNCTION_FORMS.setdefault(strip_accents(_w).lower(), set()).add(_w.lower())
+_FUNCTION_FORMS = {strip_accents(w).lower(): {v.lower() for v in FUNCTION_WORDS + NEGATIONS
+                                                if strip_accents(v).lower() == strip_accents(w).lower()}
+                   for w in FUNCTION_WORDS + NEGATIONS}
+"""Each function word, folded, and the spellings it has as written ("so": "so"; "ma": "mà")."""
 
 NOT = r"(?:\b(?:" + _alternation(NEGATIONS) + r")\b|\b\w*n't\b|" + "|".join(
     re.escape(s) for s in SYMBOL_NEGATIONS) + ")"
