@@ -519,3 +519,14 @@ def test_a_long_answer_that_contradicts_each_point_is_a_sure_zero() -> None:
     silent = ("Cats and dogs have lived with people for thousands of years and each has its own habits, which"
               " differ a lot from one breed to the next, so it is hard to say what they do in general.")
     assert any("long answer" in r for r in _grade(silent).reasons)
+
+
+def test_a_point_that_starts_inside_another_items_denial_is_part_of_that_denial() -> None:
+    house = {"rubric": [
+        {"points": 0.5, "concept": "cats know the house", "subject": ["cats?"], "accept": ["know\\w* (\\w+ )?house"]},
+        {"points": 0.5, "concept": "dogs are new to it", "subject": ["dogs?"], "accept": ["{not} know\\w*"]},
+    ]}
+    # "know the house" starts after the "not" of the dogs' "do not know": it is the dogs' point, and
+    # the cats, never named, are untouched: a sure partial score
+    grade = grade_text("The dogs are new here, so they do not know the house yet.", house, 1.0)
+    assert (grade.score, grade.found, grade.reasons) == (0.5, ("dogs are new to it",), ()), grade

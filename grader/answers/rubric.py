@@ -29,7 +29,8 @@ only language. How an answer is read:
    bracket or "then"/"thì" (a condition's negation: "nếu không chia thì score lớn"), and outside
    every matched pattern, turns the match around: a negated point is no point (and a flag). A
    pattern that holds its own negation ("not real", "không có") is read as written, and another item's
-   wording inside it is part of it ("can't compute the steps at the same time"). A point denied
+   wording inside it, or starting in it after its negation, is part of it ("can't compute the steps
+   at the same time", "không biết token sau"). A point denied
    and followed by its own subject as a comparison's measure is said of that subject ("attention không
    có phụ thuộc tuần tự như RNN": the RNN has it). Where an item's
    accept and reject matches overlap, the longer one is the reading. An opposite in a clause opened
@@ -312,12 +313,15 @@ def _claims(matches: list[Match]) -> list[Match]:
 
 
 def _inside_a_denial(m: Match, claims: Sequence[Match], found_negations: Sequence[tuple[int, int]]) -> bool:
-    """Whether the match lies inside a longer wording of another item that holds its own negation:
-    in "can't compute the steps at the same time", said of an RNN, "at the same time" is part of
-    the RNN's point, not attention's."""
-    return any(o.item != m.item and o.kind == "accept" and o.start <= m.start and m.end <= o.end
-               and o.end - o.start > m.end - m.start and any(o.start <= a and b <= o.end for a, b in found_negations)
-               for o in claims)
+    """Whether the match lies inside a longer wording of another item that holds its own negation, or
+    starts inside one after its negation: in "can't compute the steps at the same time", said of an
+    RNN, "at the same time" is part of the RNN's point, not attention's; in "không biết token sau",
+    "biết token sau" is part of "không biết", the inference point."""
+    def denies(o: Match, before: int) -> bool:
+        return any(o.start <= a and b <= min(o.end, before) for a, b in found_negations)
+    return any(o.item != m.item and o.kind == "accept" and o.start <= m.start < o.end and (
+        (m.end <= o.end and o.end - o.start > m.end - m.start and denies(o, o.end))
+        or (m.end > o.end and denies(o, m.start))) for o in claims)
 
 
 def _words(*texts: str) -> set[str]:
