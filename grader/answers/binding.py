@@ -102,3 +102,15 @@ def is_negated(m: Match, negations: list[tuple[int, int]], spans: list[Match], t
         if len(WORD.findall(between)) <= SHORT_REACH.get(t.folded[start:end], NEGATION_REACH):
             return True
     return False
+
+
+def inside_a_denial(m: Match, claims: Sequence[Match], found_negations: Sequence[tuple[int, int]]) -> bool:
+    """Whether the match lies inside a longer wording of another item that holds its own negation, or
+    starts inside one after its negation: in "can't compute the steps at the same time", said of an
+    RNN, "at the same time" is part of the RNN's point, not attention's; in "không biết token sau",
+    "biết token sau" is part of "không biết", the inference point."""
+    def denies(o: Match, before: int) -> bool:
+        return any(o.start <= a and b <= min(o.end, before) for a, b in found_negations)
+    return any(o.item != m.item and o.kind == "accept" and o.start <= m.start < o.end and (
+        (m.end <= o.end and o.end - o.start > m.end - m.start and denies(o, o.end))
+        or (m.end > o.end and denies(o, m.start))) for o in claims)

@@ -30,11 +30,11 @@ only language. How an answer is read:
    every matched pattern, turns the match around: a negated point is no point (and a flag). A
    pattern that holds its own negation ("not real", "không có") is read as written, and another item's
    wording inside it, or starting in it after its negation, is part of it ("can't compute the steps
-   at the same time", "không biết token sau"). A point denied
-   and followed by its own subject as a comparison's measure is said of that subject ("attention không
-   có phụ thuộc tuần tự như RNN": the RNN has it). Where an item's
-   accept and reject matches overlap, the longer one is the reading. An opposite in a clause opened
-   by "instead of", "thay vì" (`answers_text.ALTERNATIVES`) is set aside, not claimed.
+   at the same time", "không biết token sau"). A point denied and followed by its own subject as a
+   comparison's measure is said of that subject ("attention không có phụ thuộc tuần tự như RNN": the
+   RNN has it). Where an item's accept and reject matches overlap, the longer one is the reading. An
+   opposite in a clause opened by "instead of", "thay vì" (`answers_text.ALTERNATIVES`) is set aside,
+   not claimed.
 4. An item scores when its point is said and neither its opposite nor a negated point is. The score
    is the sum, capped at the question's points. An answer that repeats the question, or strings key
    words together without a sentence, scores 0.
@@ -62,7 +62,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from grader.answers.binding import Match, find, is_negated, measured_by_own, said_of, search, subject_mentions
+from grader.answers.binding import (
+    Match,
+    find,
+    inside_a_denial,
+    is_negated,
+    measured_by_own,
+    said_of,
+    search,
+    subject_mentions,
+)
 from grader.answers.listing import bare_items, bare_terms, keyword_list, terse_claim
 from grader.answers.text import (
     ALTERNATIVE,
@@ -134,7 +143,7 @@ def grade_text(text: str, entry: Mapping[str, Any], points: float, prompt: str =
     said = find(t, rubric, "accept", ("accept", "any")) + find(t, rubric, "reject", ("reject", "none"))
     claims = [m for m in _claims(said) if not any(a <= m.start < b for a, b in frames)]
     found_negations = negations(t)
-    claims = [m for m in claims if not _inside_a_denial(m, claims, found_negations)]
+    claims = [m for m in claims if not inside_a_denial(m, claims, found_negations)]
     spans = subjects + claims
     topic_matches = find(t, rubric, "topic", ("topic",))
     topics = {m.item for m in topic_matches}
@@ -310,18 +319,6 @@ def _claims(matches: list[Match]) -> list[Match]:
                for o in rivals):
             kept.append(m)
     return kept
-
-
-def _inside_a_denial(m: Match, claims: Sequence[Match], found_negations: Sequence[tuple[int, int]]) -> bool:
-    """Whether the match lies inside a longer wording of another item that holds its own negation, or
-    starts inside one after its negation: in "can't compute the steps at the same time", said of an
-    RNN, "at the same time" is part of the RNN's point, not attention's; in "không biết token sau",
-    "biết token sau" is part of "không biết", the inference point."""
-    def denies(o: Match, before: int) -> bool:
-        return any(o.start <= a and b <= min(o.end, before) for a, b in found_negations)
-    return any(o.item != m.item and o.kind == "accept" and o.start <= m.start < o.end and (
-        (m.end <= o.end and o.end - o.start > m.end - m.start and denies(o, o.end))
-        or (m.end > o.end and denies(o, m.start))) for o in claims)
 
 
 def _words(*texts: str) -> set[str]:
