@@ -11,7 +11,8 @@ from grader.sandbox import wire
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16,
-                                   torch.int64, torch.int32, torch.uint8, torch.bool])
+                                   torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8,
+                                   torch.bool, torch.complex64, torch.complex128])
 @pytest.mark.parametrize("shape", [(), (0,), (3,), (2, 3, 4)])
 def test_tensors_round_trip_bit_exact(dtype, shape):
     t = (torch.randn(shape) * 10).to(dtype)
@@ -35,6 +36,14 @@ def test_non_contiguous_and_subclass_tensors_are_flattened_to_plain_bytes():
     sneaky = base.as_subclass(Sneaky)
     back = wire.decode(wire.encode(sneaky))
     assert type(back) is torch.Tensor and torch.equal(back, base)
+
+
+def test_conjugate_and_negative_views_cross_as_their_values():
+    z = torch.tensor([1 + 2j, -3 - 4j], dtype=torch.complex64)
+    for view in (z.conj(), z.conj().imag):  # a conjugate bit, then a negative one
+        assert view.is_conj() or view.is_neg()
+        back = wire.decode(wire.encode(view))
+        assert torch.equal(back, view.resolve_conj().resolve_neg())
 
 
 def test_containers_keep_their_shape():

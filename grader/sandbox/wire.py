@@ -35,6 +35,9 @@ _DTYPES: dict[str, torch.dtype] = {
         "int16", "int8", "uint8", "bool", "complex64", "complex128",
     )
 }
+_DTYPE_NAMES = tuple(_DTYPES)
+_ITEMSIZE = {name: torch.empty((), dtype=dtype).element_size() for name, dtype in _DTYPES.items()}
+_NOT_IN_NUMPY = {torch.bfloat16}
 
 
 @dataclass(frozen=True)
@@ -82,19 +85,26 @@ def _encode(value: Any, to_handle: Callable[[Any], Handle] | None, depth: int) -
 
 
 def _encode_tensor(t: torch.Tensor) -> dict[str, Any]:
-    # A subclass (or a tensor with __torch_function__ tricks) is flattened to its bytes.
-    with torch._C.DisableTorchFunctionSubclass():
-        plain = t.detach().as_subclass(torch.Tensor)
-    doc: dict[str, Any] = {
-        "dtype": dtype_name(plain.dtype),
-        "shape": list(plain.shape),
-        "device": str(plain.device),
-    }
-    if plain.device.type != "meta":
-        cpu = plain.to("cpu").contiguous()
-        raw = cpu.reshape(-1).view(torch.uint8).numpy().tobytes() if cpu.numel() else b""
-        doc["data"] = base64.b64encode(raw).decode("ascii")
+    if type(t) is not torch.Tensor:  # a subclass (or __torch_function__ tricks): its bytes only
+        with torch._C.DisableTorchFunctionSubclass():
+            t = t.as_subclass(torch.Tensor)
+    plain, device = t.detach(), t.device
+    doc: dict[str, Any] = {"dtype": dtype_name(plain.dtype), "shape": list(plain.shape), "device": str(device)}
+    if device.type != "meta":
+        doc["data"] = base64.b64encode(_raw_bytes(plain)).decode("ascii")
     return doc
+
+
+def _raw_bytes(t: torch.Tensor) -> bytes:
+    """The elements in C order, as bytes (a conjugate or negative view resolved first)."""
+    if not t.numel():
+        return b""
+    if t.is_conj() or t.is_neg():
+        t = t.resolve_conj().resolve_neg()
+    t = t.to("cpu").contiguous()  # no copy where it already is
+    if t.dtype in _NOT_IN_NUMPY:
+        t = t.reshape(-1).view(torch.uint8)
+    return t.numpy().tobytes()
 
 
 def decode(value: Any, from_handle: Callable[[Handle], Any] | None = None,
@@ -121,7 +131,7 @@ def _decode(value: Any, from_handle: Any, device_map: Any, depth: int) -> Any:
     if "$float" in value:
         return float(_checked(value["$float"], ("nan", "inf", "-inf")))
     if "$dtype" in value:
-        return _DTYPES[_checked(value["$dtype"], tuple(_DTYPES))]
+        return _DTYPES[_checked(value["$dtype"], _DTYPE_NAMES)]
     if "$device" in value:
         return torch.device(str(value["$device"]))
     if "$handle" in value:
@@ -137,7 +147,8 @@ def _checked(value: Any, allowed: tuple[str, ...]) -> str:
 
 
 def _decode_tensor(doc: dict[str, Any], device_map: Callable[[str], str] | None) -> torch.Tensor:
-    dtype = _DTYPES[_checked(doc.get("dtype"), tuple(_DTYPES))]
+    name = _checked(doc.get("dtype"), _DTYPE_NAMES)
+    dtype = _DTYPES[name]
     shape = [int(s) for s in doc.get("shape", [])]
     if any(s < 0 for s in shape):
         raise WireError("negative tensor dimension")
@@ -148,13 +159,13 @@ def _decode_tensor(doc: dict[str, Any], device_map: Callable[[str], str] | None)
         return torch.empty(shape, dtype=dtype, device="meta")
     raw = base64.b64decode(doc.get("data", ""), validate=True)
     numel = math.prod(shape)
-    itemsize = torch.empty((), dtype=dtype).element_size()
+    itemsize = _ITEMSIZE[name]
     if len(raw) != numel * itemsize:
         raise WireError(f"tensor data is {len(raw)} bytes, shape {shape} needs {numel * itemsize}")
     if numel == 0:
         t = torch.empty(shape, dtype=dtype)
     else:
-        t = torch.frombuffer(bytearray(raw), dtype=torch.uint8).view(dtype).reshape(shape)
+        t = torch.frombuffer(bytearray(raw), dtype=dtype).reshape(shape)
     return t if device == "cpu" else t.to(device)
 
 
