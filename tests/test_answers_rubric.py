@@ -530,3 +530,16 @@ def test_a_point_that_starts_inside_another_items_denial_is_part_of_that_denial(
     # the cats, never named, are untouched: a sure partial score
     grade = grade_text("The dogs are new here, so they do not know the house yet.", house, 1.0)
     assert (grade.score, grade.found, grade.reasons) == (0.5, ("dogs are new to it",), ()), grade
+
+
+def test_a_point_that_is_the_object_of_another_items_denial_is_part_of_that_denial() -> None:
+    exam = {"rubric": [
+        {"points": 0.5, "concept": "in practice the answers are visible", "accept": ["answers? (\\w+ )?(visible|available)"]},
+        {"points": 0.5, "concept": "at the exam they are missing", "accept": ["{not} (have|has)"]},
+    ]}
+    # "the answers available" is what "never has" denies, not the practice's point said on its own
+    grade = grade_text("At the exam the student never has the answers available, so it goes badly.", exam, 1.0)
+    assert (grade.score, grade.found) == (0.5, ("at the exam they are missing",)), grade
+    # a point said after a pause is not the denial's object
+    grade = grade_text("At the exam the student never has them; in practice the answers are visible.", exam, 1.0)
+    assert grade.score == 1.0, grade

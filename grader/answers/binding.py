@@ -23,6 +23,9 @@ from grader.answers.text import (
     distributive,
 )
 
+OBJECT_GAP = 1
+"""At most this many words between a denied wording and a wording that is its object ("never has the ...")."""
+_OBJECT = re.compile(rf" (?:\w+ ){{0,{OBJECT_GAP}}}")
 SHORT_GAP = 6
 """At most this many words between a point and the subject it is measured by ("... như RNN")."""
 
@@ -104,13 +107,18 @@ def is_negated(m: Match, negations: list[tuple[int, int]], spans: list[Match], t
     return False
 
 
-def inside_a_denial(m: Match, claims: Sequence[Match], found_negations: Sequence[tuple[int, int]]) -> bool:
+def inside_a_denial(m: Match, claims: Sequence[Match], found_negations: Sequence[tuple[int, int]],
+                    folded: str) -> bool:
     """Whether the match lies inside a longer wording of another item that holds its own negation, or
-    starts inside one after its negation: in "can't compute the steps at the same time", said of an
-    RNN, "at the same time" is part of the RNN's point, not attention's; in "không biết token sau",
-    "biết token sau" is part of "không biết", the inference point."""
+    starts inside one after its negation, or is the object that follows one (OBJECT_GAP words at
+    most): in "can't compute the steps at the same time", said of an RNN, "at the same time" is part
+    of the RNN's point, not attention's; in "không biết token sau", "biết token sau" is part of
+    "không biết", the inference point; in "it never has the future tokens available", so is
+    "future tokens available"."""
     def denies(o: Match, before: int) -> bool:
         return any(o.start <= a and b <= min(o.end, before) for a, b in found_negations)
-    return any(o.item != m.item and o.kind == "accept" and o.start <= m.start < o.end and (
-        (m.end <= o.end and o.end - o.start > m.end - m.start and denies(o, o.end))
-        or (m.end > o.end and denies(o, m.start))) for o in claims)
+    return any(o.item != m.item and o.kind == "accept" and o.start <= m.start and (
+        (m.start < o.end and m.end <= o.end and o.end - o.start > m.end - m.start and denies(o, o.end))
+        or (m.start < o.end < m.end and denies(o, m.start))
+        or (o.end <= m.start and _OBJECT.fullmatch(folded, o.end, m.start) is not None and denies(o, o.end)))
+        for o in claims)

@@ -29,8 +29,9 @@ only language. How an answer is read:
    bracket or "then"/"thì" (a condition's negation: "nếu không chia thì score lớn"), and outside
    every matched pattern, turns the match around: a negated point is no point (and a flag). A
    pattern that holds its own negation ("not real", "không có") is read as written, and another item's
-   wording inside it, or starting in it after its negation, is part of it ("can't compute the steps
-   at the same time", "không biết token sau"). A point denied and followed by its own subject as a
+   wording inside it, starting in it after its negation, or right after it as its object, is part of
+   it ("can't compute the steps at the same time", "không biết token sau", "never has the future
+   tokens available"). A point denied and followed by its own subject as a
    comparison's measure is said of that subject ("attention không có phụ thuộc tuần tự như RNN": the
    RNN has it). Where an item's accept and reject matches overlap, the longer one is the reading. An
    opposite in a clause opened by "instead of", "thay vì" (`answers_text.ALTERNATIVES`) is set aside,
@@ -143,7 +144,7 @@ def grade_text(text: str, entry: Mapping[str, Any], points: float, prompt: str =
     said = find(t, rubric, "accept", ("accept", "any")) + find(t, rubric, "reject", ("reject", "none"))
     claims = [m for m in _claims(said) if not any(a <= m.start < b for a, b in frames)]
     found_negations = negations(t)
-    claims = [m for m in claims if not inside_a_denial(m, claims, found_negations)]
+    claims = [m for m in claims if not inside_a_denial(m, claims, found_negations, t.folded)]
     spans = subjects + claims
     topic_matches = find(t, rubric, "topic", ("topic",))
     topics = {m.item for m in topic_matches}
