@@ -104,7 +104,8 @@ REASONS = {
     "partial": "partial credit: only some key points were recognised, and the others may be said in other words",
     "keywords": "it reads as key words strung together (scored 0), but a term in it names a subject and its point",
     "terms": "it names bare terms, a word or two each, without saying what they are for",
-    "hedge": "it earns points but hedges (\"maybe\", \"chắc là\", a question mark, or \"some say ..., but\")",
+    "hedge": "it earns points but hedges (\"maybe\", \"chắc là\", a question mark, \"some say ..., but\")"
+             " or says a part is forgotten",
     "paraphrase": "a long answer, or one that argues by analogy or a picture, that the patterns do not give full marks",
     "short": "very short for full marks", "long": "unusually long",
 }

@@ -28,7 +28,10 @@ NEGATIONS = (
 )
 HEDGES = ("maybe", "perhaps", "probably", "i think", "i guess", "not sure", "có lẽ", "hình như",
           "chắc vậy", "chắc là", "hình như là", "không chắc", "ko chắc", "không rõ", "em nghĩ",
-          "em đoán", "i believe", "i suppose", "dunno")
+          "em đoán", "i believe", "i suppose", "dunno",
+          # a part the student says they have forgotten: points it earns may be a guess
+          "em không nhớ", "mình không nhớ", "tôi không nhớ", "em quên", "mình quên", "tôi quên",
+          "i don't remember", "i do not remember", "i can't remember", "i don't recall")
 REPORTERS = ("some say", "some people say", "people say", "they say", "it is said", "supposedly", "the lesson says",
              "the teacher said", "the teacher says", "my friend said", "many people think", "thầy giảng", "thầy nói",
              "thầy bảo", "cô giảng", "cô nói", "người ta nói", "người ta bảo", "nghe nói", "sách nói", "slide nói",
