@@ -30,11 +30,14 @@ def _table(stdout: str, split: str) -> dict[str, tuple[int, int, int, int]]:
     return rows
 
 
-def _copy(tmp_path: Path, labelled: list[dict]) -> Path:
+def _copy(tmp_path: Path, labelled: list[dict], alone: bool = False) -> Path:
+    """The attention assignment with `labelled` as its labelled_answers.yaml (`alone`: its only set)."""
     folder = tmp_path / "attention"
     shutil.copytree(ROOT / "assignments" / "attention", folder)
     doc = yaml.safe_load((folder / "assignment.yaml").read_text())
     doc["reference"] = str(ROOT / "reference" / "attention.py")
+    if alone:
+        doc["labelled_answers"] = ["labelled_answers.yaml"]
     (folder / "assignment.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
     (folder / "labelled_answers.yaml").write_text(yaml.safe_dump(labelled, allow_unicode=True))
     return folder / "assignment.yaml"
@@ -106,3 +109,22 @@ def test_the_kit_leaves_the_labelled_answers_out(tmp_path: Path):
     kit = tmp_path / "kit" / "attention"
     assert not (kit / "labelled_answers.yaml").exists()
     assert "labelled_answers" not in yaml.safe_load((kit / "assignment.yaml").read_text())
+
+
+def test_the_by_question_table_counts_silent_disagreements(tmp_path: Path):
+    """A score that disagrees with its label without a flag is counted where it happens, also when
+    it is not unsafe: here the key pays a quarter per production condition and the labeller a
+    seventh, so four conditions are full marks for one and 4/7 for the other."""
+    labelled = [
+        _case(1, "quiz.q10", "tune", "partial", "You need tests for the padding and causal masks, a limit on "
+              "the sequence length, eval() mode so dropout is off, and consistent dtype and device.", points=0.571),
+        _case(2, "quiz.q3", "heldout", "full", "The padding mask hides PAD tokens; the causal mask hides future tokens."),
+        _case(3, "quiz.q3", "heldout", "zero", "Padding mask chặn token PAD; causal mask chặn token tương lai.", "vi"),
+    ]
+    done = run_grader("validate", str(_copy(tmp_path, labelled, alone=True)), "--answers-only", timeout=300)
+    block = done.stdout.split("labelled answers, all splits, by question (3):")[1]
+    rows = {m.group(1): tuple(int(g) for g in m.groups()[1:]) for m in re.finditer(
+        r"^\s+(quiz\.q\d+)\s+(\d+)\s+(\d+)\s+\d+%\s+(\d+)\s+\d+%\s+(\d+)\s+(\d+)$", block, re.M)}
+    # (n, agree, flagged, unflagged wrong, silent disagreements), in the assignment's order
+    assert list(rows) == ["quiz.q3", "quiz.q10"], done.stdout
+    assert rows["quiz.q3"] == (2, 1, 0, 1, 1) and rows["quiz.q10"] == (1, 0, 0, 0, 1), done.stdout

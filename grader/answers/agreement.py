@@ -143,6 +143,22 @@ def agreement_lines(scored: Sequence[Scored]) -> list[str]:
     return lines
 
 
+def question_lines(scored: Sequence[Scored], order: Sequence[str]) -> list[str]:
+    """All splits together, a row per question, with the answers that disagree with their label
+    without a flag: where the key and its labellers read a question differently (a convention for
+    the instructor to settle, such as how much each item of a list is worth)."""
+    by_question: dict[str, list[Scored]] = defaultdict(list)
+    for s in scored:
+        by_question[s.case.question].append(s)
+    lines = [f"labelled answers, all splits, by question ({len(scored)}):  {'':<8} n  agree  flagged  "
+             "unflagged wrong  silent disagreements"]
+    for question in (q for q in order if q in by_question):
+        rows = by_question[question]
+        silent = sum(not s.flagged and not s.agrees for s in rows)
+        lines.append(f"{_row(question, rows)}  {silent:>3}")
+    return lines
+
+
 def _row(name: str, rows: Sequence[Scored]) -> str:
     n = len(rows)
     agree = sum(s.agrees for s in rows)
@@ -170,4 +186,5 @@ def check_labelled(paths: Sequence[Path], questions: Sequence[Question],
         names = ", ".join(p.name for p in paths)
         return [], problems or [f"{names}: no labelled answers to score"]
     scored = score_labelled(cases, questions, key)
-    return agreement_lines(scored), problems + unsafe_problems(scored)
+    lines = agreement_lines(scored) + question_lines(scored, [q.id for q in questions])
+    return lines, problems + unsafe_problems(scored)
