@@ -164,6 +164,9 @@ def test_a_question_that_asks_to_name_items_accepts_a_list() -> None:
 def test_a_hedged_answer_that_earns_points_is_flagged(text: str) -> None:
     grade = _grade(text)
     assert grade.score > 0 and grade.reasons
+
+
+def test_forgetting_said_of_something_else_is_no_hedge() -> None:
     assert _grade("Cats chase mice and dogs guard the house; mice don't remember the dogs.").reasons == ()
 
 

@@ -129,10 +129,17 @@ def _alternation(words: Iterable[str]) -> str:
 
 NEGATION_WORDS = "(?:" + _alternation(NEGATIONS + PREVENTIVES) + ")"
 FUNCTION_WORD = _word_list(FUNCTION_WORDS + NEGATIONS)
-_FUNCTION_FORMS = {strip_accents(w).lower(): {v.lower() for v in FUNCTION_WORDS + NEGATIONS
-                                                if strip_accents(v).lower() == strip_accents(w).lower()}
-                   for w in FUNCTION_WORDS + NEGATIONS}
-"""Each function word, folded, and the spellings it has as written ("so": "so"; "ma": "mà")."""
+
+
+def _written_forms(words: Iterable[str]) -> dict[str, set[str]]:
+    """Each word, folded, and the spellings it has as written ("so": "so"; "ma": "mà")."""
+    forms: dict[str, set[str]] = {}
+    for w in words:
+        forms.setdefault(strip_accents(w).lower(), set()).add(w.lower())
+    return forms
+
+
+_FUNCTION_FORMS = _written_forms(FUNCTION_WORDS + NEGATIONS)
 
 NOT = r"(?:\b(?:" + _alternation(NEGATIONS) + r")\b|\b\w*n't\b|" + "|".join(
     re.escape(s) for s in SYMBOL_NEGATIONS) + ")"
