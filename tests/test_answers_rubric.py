@@ -199,6 +199,10 @@ def test_k_alone_is_a_negation_only_in_vietnamese() -> None:
     # "k" is texting for "không" between Vietnamese words; in English it is a letter ("q and k")
     assert grade_text("noi k bi trao, vi co nap giu nhiet", SCALE, 1.0).score == 0.5
     assert grade_text("With q and k boiling over the lid keeps the heat in.", SCALE, 1.0).score == 1.0
+    # right after "q" it is the Key in Vietnamese too: "nếu q và k ..." denies nothing
+    assert grade_text("nếu q và k trào thì nắp giữ nhiệt", SCALE, 1.0).score == 1.0
+    assert grade_text("q, k trào, nắp giữ nhiệt", SCALE, 1.0).score == 1.0
+    assert grade_text("em k biết q và k: nắp giữ nhiệt, nồi k trào", SCALE, 1.0).score == 0.5
 
 
 def test_con_without_its_accent_is_no_clause_word_in_an_accented_answer() -> None:

@@ -291,8 +291,8 @@ def negations(t: Text) -> list[tuple[int, int]]:
     for m in NEGATION.finditer(t.folded):
         written = t.original[m.start():m.end()]
         if len(written) == 1 and (written.isupper() or not _between_spaces(t.folded, m.start(), m.end())
-                                  or not reads_vietnamese(t)):
-            continue  # "K" or "Q/K/V" is the Key; "k" alone between Vietnamese words is "không"
+                                  or not reads_vietnamese(t) or QUERY_BEFORE.search(t.folded, 0, m.start())):
+            continue  # "K", "Q/K/V" or "q và k" is the Key; "k" alone between Vietnamese words is "không"
         if m.group() in _VI_PLAIN_AMBIGUOUS and written.lower() == m.group() and not _plain_negation(t, m):
             continue  # "no" / "chua" without diacritics in Vietnamese: "nó" (it), "chứa" (holds)
         if NOT_ONLY.match(t.folded, m.end()):
@@ -302,6 +302,8 @@ def negations(t: Text) -> list[tuple[int, int]]:
     return found + [m.span(1) for m in NEGATION_SUFFIX.finditer(t.folded) if not NOT_ONLY.match(t.folded, m.end(1))]
 
 
+QUERY_BEFORE = re.compile(r"\bq\s*(?:,|&|/|\bva\b|\band\b)?\s*\Z")
+"""Right before a lone "k": "q và k", "q, k" name the Key, not "không"."""
 NOT_ONLY = re.compile(r"\s+(?:only|just|merely|simply|chi(?!\s+ra\b)|moi)\b")
 """After a negation: "not only", "không chỉ" (but not "không chỉ ra", does not point out)."""
 
