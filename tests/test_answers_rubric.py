@@ -346,6 +346,19 @@ def test_a_clause_that_relates_two_other_points_swaps_no_role() -> None:
     assert "birds sing" in grade_text("Cats chase mice. Dogs guard. Birds guard the nest.", PETS3, 1.5).missed
 
 
+def test_a_clause_that_names_no_subject_swaps_no_role_unless_the_answer_turns() -> None:
+    # a clause without a subject of its own: the last one named is read as its subject, but
+    # another item's point there tells how the two work together, not a swapped role
+    text = "The dog guards the house, the cat chases mice; so the guarding keeps them in."
+    assert (_grade(text).score, _grade(text).opposite) == (1.0, ()), _grade(text)
+    assert _grade("Chó canh nhà, mèo đuổi chuột, nhờ vậy canh giữ được cả kho.").score == 1.0
+    # an answer that turns on itself ("actually") may be saying it of that subject after all
+    turned = "The dog guards the house, the cat chases mice; actually it guards them too."
+    assert "cats chase mice" in _grade(turned).missed, _grade(turned)
+    # a clause that names its subject swaps as ever
+    assert "cats chase mice" in _grade("The dog guards the house, the cat guards it too.").missed
+
+
 @pytest.mark.parametrize("pattern", ["chas\\w* ... mice", "guard\\w*", "canh (giu )?nha", "meo ... chuot",
                                      "{not} ... duoi", "(cho|meo) (\\w+ )?an"])
 @pytest.mark.parametrize("text", ["Mèo đuổi chuột, còn chó canh giữ nhà.", "Mèo không đuổi chuột; chó ăn cơm.",

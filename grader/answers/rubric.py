@@ -85,6 +85,7 @@ from grader.answers.text import (
     hedged,
     negations,
     read,
+    turns,
 )
 from grader.answers.values import strip_accents
 
@@ -154,6 +155,7 @@ def grade_text(text: str, entry: Mapping[str, Any], points: float, prompt: str =
     swapped: list[tuple[int, tuple[int, int]]] = []
     own_in_clause: set[tuple[int, tuple[int, int]]] = set()
     asked = _words(prompt, *(entry.get("prompts") or ()))
+    turned = turns(t)
     for m in claims:
         clause = _clause(t, m.start)
         about = said_of(m, subjects, clause, t.folded) if has_subject[m.item] else m.item
@@ -180,8 +182,11 @@ def grade_text(text: str, entry: Mapping[str, Any], points: float, prompt: str =
             # Another item's point said of this item's subject: swapped roles, unless this
             # item's own point is also said in that clause, or the clause names both (a
             # relation: "queries are compared with the key"), or says the points of two other
-            # items (a relation between them: "how well its label fits my question").
-            if m.kind == "accept" and not negated and not any(
+            # items (a relation between them: "how well its label fits my question"), or the
+            # clause names no subject and the answer never turns on itself: "..., the better a
+            # label matches, the more of that book you read" tells how the roles work together.
+            names_one = any(clause[0] <= x.start < clause[1] for x in subjects)
+            if m.kind == "accept" and not negated and (names_one or turned) and not any(
                     x.item == m.item and clause[0] <= x.start < clause[1] for x in subjects) and len(
                     {x.item for x in claims if clause[0] <= x.start < clause[1] and x.kind == "accept"}
                     - {about}) < 2:

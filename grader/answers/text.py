@@ -103,6 +103,17 @@ QUOTED = re.compile(r'"[^"]*"|“[^”]*”|\([^()]*\)')
 """A quotation or a bracket: a question mark in it is an example ("Query: 'tôi cần gì?'"), not doubt."""
 
 
+TURNS = CONTRASTS + ("though", "although", "tuy nhiên", "ngược lại")
+"""Words with which an answer turns on what it has said."""
+TURN = _word_list(TURNS)
+_TURN_ACCENTED = {strip_accents(w): w for w in TURNS if strip_accents(w) != w}
+
+
+def turns(t: Text) -> bool:
+    """Whether the answer turns on itself somewhere: "..., though actually it's just as sequential"."""
+    return any(not t.accented or _as_written(t.original, m, _TURN_ACCENTED) for m in TURN.finditer(t.folded))
+
+
 def hedged(folded: str) -> bool:
     """Whether the answer hedges: a hedge word (`HEDGE`) or a question mark of its own."""
     return bool(HEDGE.search(folded)) or "?" in QUOTED.sub("", folded)
