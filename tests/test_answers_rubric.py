@@ -145,6 +145,8 @@ def test_vietnamese_without_diacritics_no_is_it_and_chua_is_holds_unless_not_yet
     assert said("ma tran chua diem attention") == []                               # "chứa"
     assert said("luc inference chua co token do") == ["chua"]                      # "chưa"
     assert said("there is no future token") == ["no"]
+    assert said("mỗi head một không gian con riêng") == []                          # "không gian": a space
+    assert said("khong gian con khong doi") == ["khong"]
 
 
 def test_a_comma_list_of_terms_scores_zero_even_with_a_formula_in_it() -> None:

@@ -308,6 +308,8 @@ def negations(t: Text) -> list[tuple[int, int]]:
             continue  # "no" / "chua" without diacritics in Vietnamese: "nó" (it), "chứa" (holds)
         if NOT_ONLY.match(t.folded, m.end()):
             continue  # "không chỉ do một lớp", "not only": a point is added, none denied
+        if m.group() == "khong" and SPACE_AFTER.match(t.folded, m.end()):
+            continue  # "không gian con": a subspace
         if written.lower() in (m.group(), _ACCENTED.get(m.group())):
             found.append(m.span())
     return found + [m.span(1) for m in NEGATION_SUFFIX.finditer(t.folded) if not NOT_ONLY.match(t.folded, m.end(1))]
@@ -315,6 +317,8 @@ def negations(t: Text) -> list[tuple[int, int]]:
 
 QUERY_BEFORE = re.compile(r"\bq\s*(?:,|&|/|\bva\b|\band\b)?\s*\Z")
 """Right before a lone "k": "q và k", "q, k" name the Key, not "không"."""
+SPACE_AFTER = re.compile(r"\s+gian\b")
+"""After "không": "không gian" is a space ("không gian con", a subspace), not a negation."""
 NOT_ONLY = re.compile(r"\s+(?:only|just|merely|simply|chi(?!\s+ra\b)|moi)\b")
 """After a negation: "not only", "không chỉ" (but not "không chỉ ra", does not point out)."""
 
