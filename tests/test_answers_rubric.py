@@ -147,6 +147,8 @@ def test_vietnamese_without_diacritics_no_is_it_and_chua_is_holds_unless_not_yet
     assert said("there is no future token") == ["no"]
     assert said("mỗi head một không gian con riêng") == []                          # "không gian": a space
     assert said("khong gian con khong doi") == ["khong"]
+    assert said("nen value 'bi hong' vao output") == []                           # "hỏng" (broken)
+    assert said("em hong biet cai nay") == ["hong"]                                # "hông" (not)
 
 
 def test_a_comma_list_of_terms_scores_zero_even_with_a_formula_in_it() -> None:
@@ -205,6 +207,8 @@ def test_k_alone_is_a_negation_only_in_vietnamese() -> None:
     assert grade_text("nếu q và k trào thì nắp giữ nhiệt", SCALE, 1.0).score == 1.0
     assert grade_text("q, k trào, nắp giữ nhiệt", SCALE, 1.0).score == 1.0
     assert grade_text("em k biết q và k: nắp giữ nhiệt, nồi k trào", SCALE, 1.0).score == 0.5
+    # "k là ...", "k: ..." define the Key
+    assert grade_text("q la nap, k la thu giu nhiet, noi trao", SCALE, 1.0).score == 1.0
 
 
 def test_con_without_its_accent_is_no_clause_word_in_an_accented_answer() -> None:

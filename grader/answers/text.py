@@ -302,10 +302,11 @@ def negations(t: Text) -> list[tuple[int, int]]:
     for m in NEGATION.finditer(t.folded):
         written = t.original[m.start():m.end()]
         if len(written) == 1 and (written.isupper() or not _between_spaces(t.folded, m.start(), m.end())
-                                  or not reads_vietnamese(t) or QUERY_BEFORE.search(t.folded, 0, m.start())):
-            continue  # "K", "Q/K/V" or "q và k" is the Key; "k" alone between Vietnamese words is "không"
+                                  or not reads_vietnamese(t) or QUERY_BEFORE.search(t.folded, 0, m.start())
+                                  or DEFINED_AFTER.match(t.folded, m.end())):
+            continue  # "K", "Q/K/V", "q và k" or "k là ..." is the Key; "k" alone between Vietnamese words is "không"
         if m.group() in _VI_PLAIN_AMBIGUOUS and written.lower() == m.group() and not _plain_negation(t, m):
-            continue  # "no" / "chua" without diacritics in Vietnamese: "nó" (it), "chứa" (holds)
+            continue  # "no" / "chua" / "hong" without diacritics: "nó" (it), "chứa" (holds), "hỏng" (broken)
         if NOT_ONLY.match(t.folded, m.end()):
             continue  # "không chỉ do một lớp", "not only": a point is added, none denied
         if m.group() == "khong" and SPACE_AFTER.match(t.folded, m.end()):
@@ -315,6 +316,8 @@ def negations(t: Text) -> list[tuple[int, int]]:
     return found + [m.span(1) for m in NEGATION_SUFFIX.finditer(t.folded) if not NOT_ONLY.match(t.folded, m.end(1))]
 
 
+DEFINED_AFTER = re.compile(r"\s*(?:(?:la|is)\b|[:=])")
+"""Right after a lone "k": "k là ...", "k: ..." define the Key; "không là" is not how Vietnamese denies."""
 QUERY_BEFORE = re.compile(r"\bq\s*(?:,|&|/|\bva\b|\band\b)?\s*\Z")
 """Right before a lone "k": "q và k", "q, k" name the Key, not "không"."""
 SPACE_AFTER = re.compile(r"\s+gian\b")
@@ -327,7 +330,7 @@ VI_PLAIN_WORDS = frozenset((
     "la cua va thi ma vi nen de duoc bi co cac nhung mot cho voi trong khi neu nay do roi se "
     "da dang phai can chi cung nhu bang tu theo ve vao lai hon moi khong chua nhin thay biet "
     "token cau mo hinh model dung lam tinh hoc doan du nhung luc sau truoc tuong lai qua khu "
-    "chan che an ra vao di den gi nao day kia ay minh em ta tat ca nhieu it rat qua"
+    "chan che an ra vao di den gi nao day kia ay minh em ta tat ca nhieu it rat qua thu cai"
 ).split())
 """Common Vietnamese words written without diacritics: next to one of them, "no" is "nó"."""
 CHUA_NEXT = frozenset((
@@ -335,19 +338,20 @@ CHUA_NEXT = frozenset((
     "ro hieu tinh xay hoan kip san bao ai gap"
 ).split())
 """Words that follow "chưa" (not yet) written "chua"; before other words it is "chứa" (holds)."""
-_VI_PLAIN_AMBIGUOUS = ("no", "chua")
+_VI_PLAIN_AMBIGUOUS = ("no", "chua", "hong")
 _VI_MARKS = re.compile(r"[ăâđêôơưạảấầẩẫậắằẳẵặẹẻẽếềểễệỉịọỏốồổỗộớờởỡợụủứừửữựỳỵỷỹàáèéìíòóùúýõã]", re.I)
 
 
 def _plain_negation(t: Text, m: re.Match[str]) -> bool:
-    """Whether "no" or "chua", written without diacritics, is a negation here.
+    """Whether "no", "chua" or "hong", written without diacritics, is a negation here.
 
     "chua" is "chưa" only before a word that follows it ("chua co", "chua biet"); else
-    "chứa". "no" is English "no" unless the answer reads as Vietnamese (diacritics, or
+    "chứa". So is "hong" "hông" ("hong biet"); else "hỏng" ("bi hong"). "no" is
+    English "no" unless the answer reads as Vietnamese (diacritics, or
     two common Vietnamese words) and a word next to it is Vietnamese ("vi no khong thay").
     """
     after = WORD.findall(t.folded[m.end():m.end() + 20])
-    if m.group() == "chua":
+    if m.group() in ("chua", "hong"):
         return bool(after) and after[0] in CHUA_NEXT
     if not reads_vietnamese(t):
         return True
