@@ -352,6 +352,17 @@ def test_a_clause_that_relates_two_other_points_swaps_no_role() -> None:
     assert "birds sing" in grade_text("Cats chase mice. Dogs guard. Birds guard the nest.", PETS3, 1.5).missed
 
 
+def test_a_negation_that_a_patterns_gap_lets_in_still_turns_it_around() -> None:
+    gappy = {"rubric": [{"points": 1.0, "concept": "cats chase mice", "accept": ["cats (\\w+ ){0,3}chase"]}]}
+    assert grade_text("cats often chase mice", gappy, 1.0).score == 1.0
+    for text in ("cats do not chase mice", "cats never really chase mice", "mèo ko hay chase chuột, cats k chase"):
+        grade = grade_text(text, gappy, 1.0)
+        assert grade.score == 0.0 and grade.reasons, (text, grade)
+    # a pattern that writes its own negation owns it
+    owned = {"rubric": [{"points": 1.0, "concept": "cats ignore dogs", "accept": ["cats (\\w+ )?{not} (\\w+ )?fear"]}]}
+    assert grade_text("cats do not fear dogs", owned, 1.0).score == 1.0
+
+
 def test_a_clause_that_names_no_subject_swaps_no_role_unless_the_answer_turns() -> None:
     # a clause without a subject of its own: the last one named is read as its subject, but
     # another item's point there tells how the two work together, not a swapped role

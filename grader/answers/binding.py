@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from grader.answers.patterns import reading
+from grader.answers.patterns import reading, writes_a_negation
 from grader.answers.text import (
     CONSEQUENCE,
     DENIED_AFTER,
@@ -37,6 +37,8 @@ class Match:
     item: int
     kind: str
     """subject | accept | reject"""
+    denies: bool = False
+    """Its pattern writes a negation of its own (`patterns.writes_a_negation`)."""
 
 
 def find(t: Text, rubric: Sequence[Mapping[str, Any]], kind: str, aliases: tuple[str, ...]) -> list[Match]:
@@ -44,8 +46,9 @@ def find(t: Text, rubric: Sequence[Mapping[str, Any]], kind: str, aliases: tuple
     for n, item in enumerate(rubric):
         for pattern in (p for key in aliases for p in item.get(key) or ()):
             regex, text = reading(pattern, t)
+            denies = writes_a_negation(pattern)
             for a, b in t.clauses:
-                found += [Match(a + m.start(), a + m.end(), n, kind)
+                found += [Match(a + m.start(), a + m.end(), n, kind, denies)
                           for m in regex.finditer(text[a:b]) if m.end() > m.start()]
     return found
 
@@ -93,11 +96,14 @@ def is_negated(m: Match, negations: list[tuple[int, int]], spans: list[Match], t
                clause: tuple[int, int]) -> bool:
     if DENIED_AFTER.match(t.folded, m.end, clause[1]):
         return True  # "eval mode thì không cần": said, then denied
+    if not m.denies and any(m.start <= a and b <= m.end for a, b in negations):
+        return True  # a negation that the pattern's gap let in: "mỗi head ko học quan hệ khác nhau"
     for start, end in negations:
         if not (clause[0] <= start and end <= m.start):
             continue
-        if any(s.start <= start and end <= s.end for s in spans):
-            continue  # a pattern that holds its own negation, or a subject such as "k"
+        if any(s.start <= start and end <= s.end and (s.kind == "subject" or s.denies) for s in spans):
+            continue  # a pattern that holds its own negation, or a subject such as "k"; a negation
+            # that a pattern's gap let in ("mỗi head ko học ... khác nhau") still turns it around
         between = t.folded[end:m.start]
         if re.search(r"[:()\[\]—–]", between) or CONSEQUENCE.search(between):
             continue  # "no recurrence: the whole sequence ..." - a colon or a bracket ends its reach,

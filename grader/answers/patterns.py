@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from grader.answers.text import CODED_FORMS, NEGATION_WORDS, NOT, Text, canon_tones, code_marks
+from grader.answers.text import CODED_FORMS, NEGATION, NEGATION_WORDS, NOT, Text, canon_tones, code_marks
 from grader.answers.values import SUPERSCRIPTS, strip_accents
 
 _EPS = 1e-9
@@ -39,6 +39,17 @@ def term(pattern: str, marked: bool = False) -> re.Pattern[str]:
     regex = gap.join(f"(?:{p})" for p in parts)
     return re.compile(_any_marks(regex) if marked else regex)  # no IGNORECASE: it makes `re` compile
     # "[a-z]" through a 64K bitmap ("k" folds to the Kelvin sign), a third of the key's compile time
+
+
+_LOOKAROUND = re.compile(r"\(\?<?[!=](?:[^()]|\([^()]*\))*\)")
+
+
+@functools.cache
+def writes_a_negation(pattern: str) -> bool:
+    """Whether a pattern writes a negation of its own (`{not}`, "không", "can't"), outside its
+    look-arounds: a negation inside its match is then its wording, not one its gap let in."""
+    literal = strip_accents(_LOOKAROUND.sub("", pattern)).lower()
+    return "{not}" in literal or "n't" in literal or "n''t" in literal or bool(NEGATION.search(literal))
 
 
 def reading(pattern: str, t: Text) -> tuple[re.Pattern[str], str]:
