@@ -96,8 +96,10 @@ def is_negated(m: Match, negations: list[tuple[int, int]], spans: list[Match], t
                clause: tuple[int, int]) -> bool:
     if DENIED_AFTER.match(t.folded, m.end, clause[1]):
         return True  # "eval mode thì không cần": said, then denied
-    if not m.denies and any(m.start <= a and b <= m.end for a, b in negations):
+    if m.kind == "accept" and not m.denies and any(m.start <= a and b <= m.end for a, b in negations):
         return True  # a negation that the pattern's gap let in: "mỗi head ko học quan hệ khác nhau"
+        # (an accept only: a reject that reads on past its claim, to outweigh an accept over the
+        # same words, may take in a negation that belongs to the next claim)
     for start, end in negations:
         if not (clause[0] <= start and end <= m.start):
             continue
