@@ -103,9 +103,8 @@ def is_negated(m: Match, negations: list[tuple[int, int]], spans: list[Match], t
     for start, end in negations:
         if not (clause[0] <= start and end <= m.start):
             continue
-        if any(s.start <= start and end <= s.end and (s.kind == "subject" or s.denies) for s in spans):
-            continue  # a pattern that holds its own negation, or a subject such as "k"; a negation
-            # that a pattern's gap let in ("mỗi head ko học ... khác nhau") still turns it around
+        if any(s.start <= start and end <= s.end for s in spans):
+            continue  # a pattern that holds its own negation, or a subject such as "k"
         between = t.folded[end:m.start]
         if re.search(r"[:()\[\]—–]", between) or CONSEQUENCE.search(between):
             continue  # "no recurrence: the whole sequence ..." - a colon or a bracket ends its reach,
