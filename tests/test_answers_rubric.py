@@ -149,6 +149,13 @@ def test_vietnamese_without_diacritics_no_is_it_and_chua_is_holds_unless_not_yet
     assert said("khong gian con khong doi") == ["khong"]
     assert said("nen value 'bi hong' vao output") == []                           # "hỏng" (broken)
     assert said("em hong biet cai nay") == ["hong"]                                # "hông" (not)
+    assert said("nhìn được tương lai, à không, ý là token phía sau") == []          # a correction
+    assert said("và không cần giới hạn") == ["khong"]
+
+
+def test_words_struck_through_are_not_said() -> None:
+    assert _grade("Cats ~~fear mice~~ chase mice, dogs guard the house.").score == 1.0
+    assert _grade("Cats chase mice, dogs ~~guard the house~~ sleep.").score == 0.5
 
 
 def test_a_comma_list_of_terms_scores_zero_even_with_a_formula_in_it() -> None:

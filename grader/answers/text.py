@@ -207,11 +207,16 @@ class Text:
     for, is not "chờ", wait)."""
 
 
+STRUCK = re.compile(r"~~[^~]*~~")
+"""Words struck through ("~~quá khứ~~ tương lai"): crossed out by the student, not said."""
+
+
 def read(text: str) -> Text:
     """Folded (accents dropped, lower case; "tương lai" -> "tuong lai") and cut into clauses at
     . ; ! ? , line breaks and arrows (never inside brackets) and before clause words. A minus
-    sign is a hyphen ("t−1" is "t-1")."""
-    text = unicodedata.normalize("NFC", text.translate(SUPERSCRIPTS)).replace("≠", "!=").replace("\u2212", "-")
+    sign is a hyphen ("t−1" is "t-1"); words struck through are left out."""
+    text = unicodedata.normalize("NFC", STRUCK.sub(" ", text).translate(SUPERSCRIPTS)).replace("≠", "!=").replace(
+        "\u2212", "-")
     original = re.sub(r"[^\S\n]+", " ", text)
     folded = "".join((strip_accents(c) or " ")[:1].lower() for c in original)
     marked = code_marks(canon_tones("".join((c.lower() or " ")[:1] for c in original)))
@@ -311,6 +316,8 @@ def negations(t: Text) -> list[tuple[int, int]]:
             continue  # "không chỉ do một lớp", "not only": a point is added, none denied
         if m.group() == "khong" and SPACE_AFTER.match(t.folded, m.end()):
             continue  # "không gian con": a subspace
+        if CORRECTION_BEFORE.search(t.original, 0, m.start()):
+            continue  # "à không, ý là ...": the student corrects what they said, denies nothing
         if written.lower() in (m.group(), _ACCENTED.get(m.group())):
             found.append(m.span())
     return found + [m.span(1) for m in NEGATION_SUFFIX.finditer(t.folded) if not NOT_ONLY.match(t.folded, m.end(1))]
@@ -320,6 +327,8 @@ DEFINED_AFTER = re.compile(r"\s*(?:(?:la|is)\b|[:=])")
 """Right after a lone "k": "k là ...", "k: ..." define the Key; "không là" is not how Vietnamese denies."""
 QUERY_BEFORE = re.compile(r"\bq\s*(?:,|&|/|\bva\b|\band\b)?\s*\Z")
 """Right before a lone "k": "q và k", "q, k" name the Key, not "không"."""
+CORRECTION_BEFORE = re.compile(r"(?<!\w)[àÀ]\s+\Z")
+"""Right before "không": "à không, ý là ..." corrects what was said ("oh no, I mean")."""
 SPACE_AFTER = re.compile(r"\s+gian\b")
 """After "không": "không gian" is a space ("không gian con", a subspace), not a negation."""
 NOT_ONLY = re.compile(r"\s+(?:only|just|merely|simply|chi(?!\s+ra\b)|moi)\b")
