@@ -137,7 +137,8 @@ def test_a_point_met_in_passing_without_its_subject_or_topic_is_flagged() -> Non
 
 
 def test_vietnamese_without_diacritics_no_is_it_and_chua_is_holds_unless_not_yet() -> None:
-    from grader.answers.text import negations, read
+    from grader.answers.negation import negations
+    from grader.answers.text import read
     def said(text: str) -> list[str]:
         t = read(text)
         return [t.folded[a:b] for a, b in negations(t)]

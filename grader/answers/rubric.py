@@ -74,6 +74,7 @@ from grader.answers.binding import (
     subject_mentions,
 )
 from grader.answers.listing import bare_items, bare_terms, keyword_list, terse_claim
+from grader.answers.negation import negations
 from grader.answers.text import (
     ALTERNATIVE,
     ANALOGY,
@@ -83,7 +84,6 @@ from grader.answers.text import (
     Text,
     analogy_frames,
     hedged,
-    negations,
     read,
     turns,
 )
