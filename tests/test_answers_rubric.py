@@ -154,6 +154,12 @@ def test_vietnamese_without_diacritics_no_is_it_and_chua_is_holds_unless_not_yet
     assert said("và không cần giới hạn") == ["khong"]
 
 
+def test_an_answer_with_a_few_marks_is_read_as_one_without_when_it_writes_common_words_plain() -> None:
+    # "chặn" has its marks, "tuong lai" and "thi" do not: the writer types marks now and then
+    assert not read("Causal mask chặn token tuong lai, padding mask thi chặn PAD.").accented
+    assert read("Causal mask chặn token tương lai, padding mask thì chặn PAD.").accented
+
+
 def test_words_struck_through_are_not_said() -> None:
     assert _grade("Cats ~~fear mice~~ chase mice, dogs guard the house.").score == 1.0
     assert _grade("Cats chase mice, dogs ~~guard the house~~ sleep.").score == 0.5

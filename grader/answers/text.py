@@ -226,7 +226,7 @@ def read(text: str) -> Text:
 
 
 ALWAYS_MARKED = frozenset(
-    "la cua khong duoc cac nhung mot voi nay roi se dang phai cung nhu bang vao hon thi va nen".split())
+    "la cua khong duoc cac nhung mot voi nay roi se dang phai cung nhu bang vao hon thi va nen tuong".split())
 """Vietnamese words never written without their marks by someone typing with them: two of
 these plain ("la", "khong") in an answer that has marks elsewhere means its writer types
 marks only now and then, and it is read as if it had none."""
