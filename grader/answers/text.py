@@ -92,7 +92,14 @@ NEGATION_SUFFIX = re.compile(r"\w(n't)\b")
 NEGATION_FORMS = {strip_accents(w).lower(): w.lower() for w in NEGATIONS}
 """A negation's folded form -> as written with its diacritics."""
 CLAUSE_WORD = _word_list(CLAUSE_WORDS)
-_CLAUSE_ACCENTED = {strip_accents(w): w for w in CLAUSE_WORDS if strip_accents(w) != w}
+
+
+def _accented(words: Iterable[str]) -> dict[str, str]:
+    """Each word written with diacritics, by its folded form: what `_as_written` checks."""
+    return {strip_accents(w): w for w in words if strip_accents(w) != w}
+
+
+_CLAUSE_ACCENTED = _accented(CLAUSE_WORDS)
 RETRACTIONS = ("but actually", "but in fact", "nhưng thật ra", "nhưng thực ra")
 """An answer that turns on what it said before ("..., but actually those do not matter"); not "but in
 reality", "nhưng thực tế" ("loss đẹp nhưng thực tế dở": the claim itself)."""
@@ -107,7 +114,7 @@ QUOTED = re.compile(r'"[^"]*"|“[^”]*”|\([^()]*\)')
 TURNS = CONTRASTS + ("though", "although", "tuy nhiên", "ngược lại")
 """Words with which an answer turns on what it has said."""
 TURN = _word_list(TURNS)
-_TURN_ACCENTED = {strip_accents(w): w for w in TURNS if strip_accents(w) != w}
+_TURN_ACCENTED = _accented(TURNS)
 
 
 def turns(t: Text) -> bool:
