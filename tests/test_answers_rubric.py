@@ -148,6 +148,8 @@ def test_vietnamese_without_diacritics_no_is_it_and_chua_is_holds_unless_not_yet
     assert said("there is no future token") == ["no"]
     assert said("mỗi head một không gian con riêng") == []                          # "không gian": a space
     assert said("khong gian con khong doi") == ["khong"]
+    assert said("khong giong RNN phai cho h_{t-1}") == []                           # "unlike an RNN"
+    assert said("các head không giống nhau") == ["khong"]                          # not the same
     assert said("nen value 'bi hong' vao output") == []                           # "hỏng" (broken)
     assert said("em hong biet cai nay") == ["hong"]                                # "hông" (not)
     assert said("nhìn được tương lai, à không, ý là token phía sau") == []          # a correction

@@ -22,8 +22,8 @@ def negations(t: Text) -> list[tuple[int, int]]:
             continue  # "no" / "chua" / "hong" without diacritics: "nó" (it), "chứa" (holds), "hỏng" (broken)
         if NOT_ONLY.match(t.folded, m.end()):
             continue  # "không chỉ do một lớp", "not only": a point is added, none denied
-        if m.group() == "khong" and SPACE_AFTER.match(t.folded, m.end()):
-            continue  # "không gian con": a subspace
+        if m.group() == "khong" and (SPACE_AFTER.match(t.folded, m.end()) or UNLIKE_AFTER.match(t.folded, m.end())):
+            continue  # "không gian con": a subspace; "không giống RNN phải chờ ...": unlike an RNN, which must wait
         if CORRECTION_BEFORE.search(t.original, 0, m.start()):
             continue  # "à không, ý là ...": the student corrects what they said, denies nothing
         if written.lower() in (m.group(), NEGATION_FORMS.get(m.group())):
@@ -39,6 +39,9 @@ CORRECTION_BEFORE = re.compile(r"(?<!\w)[àÀ]\s+\Z")
 """Right before "không": "à không, ý là ..." corrects what was said ("oh no, I mean")."""
 SPACE_AFTER = re.compile(r"\s+gian\b")
 """After "không": "không gian" is a space ("không gian con", a subspace), not a negation."""
+UNLIKE_AFTER = re.compile(r"\s+giong\s+(?:nhu\s+|voi\s+)?(?!nhau\b|het\b|y\b)\w")
+"""After "không": "không giống (như) X" is "unlike X"; what follows is said of X, not denied
+("không giống nhau", not the same, still denies)."""
 NOT_ONLY = re.compile(r"\s+(?:only|just|merely|simply|chi(?!\s+ra\b)|moi)\b")
 """After a negation: "not only", "không chỉ" (but not "không chỉ ra", does not point out)."""
 
