@@ -521,6 +521,18 @@ def test_a_list_whose_term_names_a_subject_and_says_its_point_is_flagged() -> No
     assert grade.score == 0.0 and not grade.reasons, grade
 
 
+def test_a_listed_vietnamese_comparative_is_a_term_and_three_marked_syllables_a_bare_noun() -> None:
+    """"nhanh hơn" (faster) closes a term, so "bộ nhớ, HBM, nhanh hơn" is a list, not a
+    sentence; "kiểu dữ liệu" (data type) is one bare noun, "giới hạn seq_len" says what to do."""
+    rubric = {"rubric": [{"points": 0.5, "concept": "memory", "accept": ["bộ nhớ"]},
+                         {"points": 0.5, "concept": "fast", "accept": ["nhanh"]}]}
+    assert grade_text("bo nho, HBM, SRAM, nhanh hon", rubric, 1.0).score == 0.0
+    assert grade_text("Nó đọc ghi bộ nhớ ít hơn nên chạy nhanh hơn.", rubric, 1.0).score == 1.0
+    assert listing.bare_terms(listing.bare_items(read("mask, kiểu dữ liệu, độ dài chuỗi, độ trễ"), []))
+    assert not listing.bare_terms(listing.bare_items(read("mask, giới hạn seq_len, độ trễ"), []))
+    assert not listing.bare_terms(listing.bare_items(read("mask, gioi han do, do tre"), []))  # no marks: unknown
+
+
 def test_listed_terms_are_read_after_a_label_with_a_big_o_as_one_word() -> None:
     t = read("Từ khóa: mask, O(n^2) cost / eval")
     assert listing.bare_items(t, []) == [["mask"], ["o(n^2)", "cost"], ["eval"]]

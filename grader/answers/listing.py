@@ -10,6 +10,7 @@ import re
 from collections.abc import Sequence
 
 from grader.answers.text import WORD, Text, function_words
+from grader.answers.values import strip_accents
 
 Span = tuple[int, int]
 FORMULA = re.compile(r"[=:<>()\[\]/^*+]|->|→")
@@ -17,6 +18,8 @@ ITEM_WORD = re.compile(r"\w+(?:\([^()\s]*\))?")
 """A word of a listed term; a call or a big-O with its brackets is one ("O(1)", "O(n^2)")."""
 LIST_ITEMS = re.compile(r"[,;/\n]+")
 """What separates the items of a list of terms ("mask, seq_len; eval/dtype")."""
+COMPARATIVE = re.compile(r"(?<=\w )hon(?=\s*(?:[,;/\n]|\Z))")
+""""hơn" closing a listed term: "nhanh hơn" is one term (faster), not a sentence."""
 LIST_LABEL = re.compile(r"^\W*\w+(?:\s+\w+)?\s*:(?!\S)")
 """A label that opens a list ("keywords:", "tu khoa:"), not one of its items."""
 
@@ -25,10 +28,12 @@ def bare_items(t: Text, matched: Sequence[Span]) -> list[list[str]] | None:
     """The answer's comma-separated items (their words), or None where it has a function word
     outside the matched wordings: a sentence, not a list of terms."""
     after = label.end() if (label := LIST_LABEL.match(t.folded)) else 0  # "keywords: mask, eval"
-    if any(not any(a <= w.start() and w.end() <= b for a, b in matched)
+    if any(not any(a <= w.start() and w.end() <= b for a, b in matched) and not COMPARATIVE.match(t.folded, w.start())
            for w in function_words(t, after)):
         return None
-    return [ITEM_WORD.findall(s) for s in LIST_ITEMS.split(t.folded[after:]) if s.strip()]
+    bounds = [after, *(x for m in LIST_ITEMS.finditer(t.folded, after) for x in m.span()), len(t.folded)]
+    items = (t.original[a:b].lower() for a, b in zip(bounds[::2], bounds[1::2]))
+    return [ITEM_WORD.findall(item) for item in items if item.strip()]
 
 
 def keyword_list(t: Text, items: list[list[str]] | None, asks_for_a_list: bool, points_touched: int) -> bool:
@@ -45,8 +50,11 @@ def keyword_list(t: Text, items: list[list[str]] | None, asks_for_a_list: bool, 
 
 
 def bare_terms(items: list[list[str]] | None) -> bool:
-    """Three or more terms of a word or two each ("mask tests, seq_len cap, eval")."""
-    return items is not None and len(items) >= 3 and all(len(i) <= 2 for i in items)
+    """Three or more terms of a word or two each ("mask tests, seq_len cap, eval"). Vietnamese
+    writes a word in one or two syllables, so three syllables that all carry its marks are
+    still a bare noun ("kiểu dữ liệu", "độ dài chuỗi"); "giới hạn seq_len" says what to do."""
+    return items is not None and len(items) >= 3 and all(
+        len(i) <= 2 or (len(i) == 3 and all(strip_accents(w) != w for w in i)) for i in items)
 
 
 def terse_claim(t: Text, said_of: Sequence[Span]) -> bool:
