@@ -149,6 +149,7 @@ def test_vietnamese_without_diacritics_no_is_it_and_chua_is_holds_unless_not_yet
     assert said("mỗi head một không gian con riêng") == []                          # "không gian": a space
     assert said("khong gian con khong doi") == ["khong"]
     assert said("khong giong RNN phai cho h_{t-1}") == []                           # "unlike an RNN"
+    assert said("softmax isnt saturated") == ["isnt"]                             # typed without the apostrophe
     assert said("các head không giống nhau") == ["khong"]                          # not the same
     assert said("nen value 'bi hong' vao output") == []                           # "hỏng" (broken)
     assert said("em hong biet cai nay") == ["hong"]                                # "hông" (not)
@@ -531,6 +532,16 @@ def test_a_listed_vietnamese_comparative_is_a_term_and_three_marked_syllables_a_
     assert listing.bare_terms(listing.bare_items(read("mask, kiểu dữ liệu, độ dài chuỗi, độ trễ"), []))
     assert not listing.bare_terms(listing.bare_items(read("mask, giới hạn seq_len, độ trễ"), []))
     assert not listing.bare_terms(listing.bare_items(read("mask, gioi han do, do tre"), []))  # no marks: unknown
+
+
+def test_a_function_word_inside_a_two_word_listed_term_is_part_of_it() -> None:
+    """"on dinh" is "ổn định" (stable) written plain, not English "on"; "no" still denies."""
+    rubric = {"rubric": [{"points": 0.5, "concept": "variance", "accept": ["phương sai"]},
+                         {"points": 0.5, "concept": "softmax", "accept": ["softmax"]}]}
+    assert grade_text("on dinh, phuong sai, softmax", rubric, 1.0).score == 0.0
+    assert grade_text("the variance, phuong sai, softmax", rubric, 1.0).score == 0.0
+    assert listing.bare_items(read("no sqrt, phuong sai, softmax"), []) is None
+    assert listing.bare_items(read("on dinh, softmax"), []) is None  # two terms: not yet a list
 
 
 def test_listed_terms_are_read_after_a_label_with_a_big_o_as_one_word() -> None:
