@@ -150,6 +150,7 @@ def test_vietnamese_without_diacritics_no_is_it_and_chua_is_holds_unless_not_yet
     assert said("khong gian con khong doi") == ["khong"]
     assert said("khong giong RNN phai cho h_{t-1}") == []                           # "unlike an RNN"
     assert said("softmax isnt saturated") == ["isnt"]                             # typed without the apostrophe
+    assert said("tốc độ hổng nhanh hơn đâu") == ["hong"]                           # southern "không"
     assert said("các head không giống nhau") == ["khong"]                          # not the same
     assert said("nen value 'bi hong' vao output") == []                           # "hỏng" (broken)
     assert said("em hong biet cai nay") == ["hong"]                                # "hông" (not)

@@ -26,7 +26,7 @@ NEGATIONS = (
     "not", "never", "no", "none", "nothing", "neither", "nor", "without", "cannot", "n't",
     "isnt", "arent", "wasnt", "werent", "dont", "doesnt", "didnt", "cant", "couldnt", "wouldnt",
     "shouldnt", "wont", "hasnt", "havent",  # typed fast, without the apostrophe
-    "không", "chẳng", "chả", "chưa", "ko", "k", "kg", "khg", "hông", "chẳng hề", "không hề",
+    "không", "chẳng", "chả", "chưa", "ko", "k", "kg", "khg", "hông", "hổng", "chẳng hề", "không hề",
 )
 HEDGES = ("maybe", "perhaps", "probably", "i think", "i guess", "not sure", "có lẽ", "hình như",
           "chắc vậy", "chắc là", "hình như là", "không chắc", "ko chắc", "không rõ", "em nghĩ",
