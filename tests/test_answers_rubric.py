@@ -543,6 +543,7 @@ def test_a_function_word_inside_a_two_word_listed_term_is_part_of_it() -> None:
     assert grade_text("the variance, phuong sai, softmax", rubric, 1.0).score == 0.0
     assert listing.bare_items(read("no sqrt, phuong sai, softmax"), []) is None
     assert listing.bare_items(read("on dinh, softmax"), []) is None  # two terms: not yet a list
+    assert listing.bare_items(read("on dinh, softmax,"), []) is None  # nor with a trailing comma
 
 
 def test_listed_terms_are_read_after_a_label_with_a_big_o_as_one_word() -> None:

@@ -40,7 +40,7 @@ def bare_items(t: Text, matched: Sequence[Span]) -> list[list[str]] | None:
 def _inside_a_short_term(t: Text, w: re.Match[str], spans: Sequence[Span]) -> bool:
     """Whether function word `w` sits in a listed term of two words, in a list of three terms or
     more: "on dinh" is "ổn định" (stable), "do dai" "độ dài" (length). A negation still denies."""
-    if len(spans) < 3 or NEGATION.fullmatch(w.group()):
+    if sum(bool(WORD.search(t.folded, a, b)) for a, b in spans) < 3 or NEGATION.fullmatch(w.group()):
         return False
     return any(a <= w.start() and w.end() <= b and len(WORD.findall(t.folded, a, b)) == 2 for a, b in spans)
 
