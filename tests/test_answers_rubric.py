@@ -237,6 +237,8 @@ def test_con_without_its_accent_is_no_clause_word_in_an_accented_answer() -> Non
     assert len(read("mấy con số trước softmax").clauses) == 1
     assert len(read("Value là nội dung còn Q với K thì khác").clauses) == 2
     assert len(read("Value la noi dung con Q va K thi khac").clauses) == 2  # no accent anywhere: "còn"
+    assert len(read("model thay ca nhung token phia sau").clauses) == 1       # "những" (the plural)
+    assert len(read("model thay token truoc nhung token sau thi khong").clauses) == 2  # "nhưng" (but)
 
 
 def test_one_and_the_other_are_not_said_of_the_last_subject() -> None:
