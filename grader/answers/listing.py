@@ -29,20 +29,19 @@ def bare_items(t: Text, matched: Sequence[Span]) -> list[list[str]] | None:
     outside the matched wordings: a sentence, not a list of terms."""
     after = label.end() if (label := LIST_LABEL.match(t.folded)) else 0  # "keywords: mask, eval"
     bounds = [after, *(x for m in LIST_ITEMS.finditer(t.folded, after) for x in m.span()), len(t.folded)]
-    spans = list(zip(bounds[::2], bounds[1::2]))
+    spans = [(a, b) for a, b in zip(bounds[::2], bounds[1::2]) if WORD.search(t.folded, a, b)]
     if any(not any(a <= w.start() and w.end() <= b for a, b in matched) and not COMPARATIVE.match(t.folded, w.start())
-           and not _inside_a_short_term(t, w, spans) for w in function_words(t, after)):
+           and not (len(spans) >= 3 and _inside_a_short_term(t, w, spans)) for w in function_words(t, after)):
         return None
     items = (t.original[a:b].lower() for a, b in spans)
     return [ITEM_WORD.findall(item) for item in items if item.strip()]
 
 
 def _inside_a_short_term(t: Text, w: re.Match[str], spans: Sequence[Span]) -> bool:
-    """Whether function word `w` sits in a listed term of two words, in a list of three terms or
-    more: "on dinh" is "ổn định" (stable), "do dai" "độ dài" (length). A negation still denies."""
-    if sum(bool(WORD.search(t.folded, a, b)) for a, b in spans) < 3 or NEGATION.fullmatch(w.group()):
-        return False
-    return any(a <= w.start() and w.end() <= b and len(WORD.findall(t.folded, a, b)) == 2 for a, b in spans)
+    """Whether function word `w` sits in a listed term of two words (`spans`, the list's terms):
+    "on dinh" is "ổn định" (stable), "do dai" "độ dài" (length). A negation still denies."""
+    return not NEGATION.fullmatch(w.group()) and any(
+        a <= w.start() and w.end() <= b and len(WORD.findall(t.folded, a, b)) == 2 for a, b in spans)
 
 
 def keyword_list(t: Text, items: list[list[str]] | None, asks_for_a_list: bool, points_touched: int) -> bool:
