@@ -20,8 +20,8 @@ LIST_ITEMS = re.compile(r"[,;/\n]+")
 """What separates the items of a list of terms ("mask, seq_len; eval/dtype")."""
 COMPARATIVE = re.compile(r"(?<=\w )hon(?=\s*(?:[,;/\n]|\Z))")
 """"hơn" closing a listed term: "nhanh hơn" is one term (faster), not a sentence."""
-LIST_LABEL = re.compile(r"^\W*\w+(?:\s+\w+)?\s*:(?!\S)")
-"""A label that opens a list ("keywords:", "tu khoa:"), not one of its items."""
+LIST_LABEL = re.compile(r"^\W*\w+(?:\s+\w+){0,2}\s*:(?!\S)")
+"""A label of up to three words that opens a list ("keywords:", "các từ khóa:"), not one of its items."""
 
 
 def bare_items(t: Text, matched: Sequence[Span]) -> list[list[str]] | None:
