@@ -33,8 +33,7 @@ def bare_items(t: Text, matched: Sequence[Span]) -> list[list[str]] | None:
     if any(not any(a <= w.start() and w.end() <= b for a, b in matched) and not COMPARATIVE.match(t.folded, w.start())
            and not (len(spans) >= 3 and _inside_a_short_term(t, w, spans)) for w in function_words(t, after)):
         return None
-    items = (t.original[a:b].lower() for a, b in spans)
-    return [ITEM_WORD.findall(item) for item in items if item.strip()]
+    return [ITEM_WORD.findall(t.original[a:b].lower()) for a, b in spans]
 
 
 def _inside_a_short_term(t: Text, w: re.Match[str], spans: Sequence[Span]) -> bool:
