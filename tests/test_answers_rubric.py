@@ -548,6 +548,18 @@ def test_a_function_word_inside_a_two_word_listed_term_is_part_of_it() -> None:
     assert listing.bare_items(read("on dinh, softmax,"), []) is None  # nor with a trailing comma
 
 
+def test_four_listed_terms_may_have_four_words_each_unless_one_is_a_formula() -> None:
+    """Vietnamese writes a noun in syllables: "ma trận tam giác" (triangular matrix) is one term
+    of a list of four; three terms stay at three words, and a relation ("→", "≠") makes a claim."""
+    rubric = {"rubric": [{"points": 0.5, "concept": "pad", "accept": ["pad"]},
+                         {"points": 0.5, "concept": "triangle", "accept": ["tam giác"]}]}
+    assert grade_text("PAD, ma trận tam giác, softmax, -inf", rubric, 1.0).score == 0.0
+    assert grade_text("PAD, ma trận tam giác, softmax", rubric, 1.0).score == 1.0  # three: a term too long
+    causes = {"rubric": [{"points": 0.5, "concept": "causes", "accept": ["nguyên nhân"]},
+                         {"points": 0.5, "concept": "layers", "accept": ["ffn"]}]}
+    assert grade_text("weight → nguyên nhân; phía sau còn FFN, residual, nhiều layer", causes, 1.0).score == 1.0
+
+
 def test_listed_terms_are_read_after_a_label_with_a_big_o_as_one_word() -> None:
     t = read("Từ khóa: mask, O(n^2) cost / eval")
     assert listing.bare_items(t, []) == [["mask"], ["o(n^2)", "cost"], ["eval"]]

@@ -45,12 +45,15 @@ def _inside_a_short_term(t: Text, w: re.Match[str], spans: Sequence[Span]) -> bo
 
 def keyword_list(t: Text, items: list[list[str]] | None, asks_for_a_list: bool, points_touched: int) -> bool:
     """Key words strung together without a sentence, no function word: three or more
-    comma-separated terms of at most three words ("matmul, GPU, O(1) sequential ops"), unless
-    the question asks to name items (q10); or one clause of four words or more, no formula,
-    touching two key points or more. `items`: `bare_items`."""
+    comma-separated terms of at most three words ("matmul, GPU, O(1) sequential ops"), or four
+    or more of at most four (Vietnamese writes a noun in syllables: "ma trận tam giác") where
+    no term is a formula ("weight ≠ nguyên nhân" is a claim), unless the question asks to name
+    items (q10); or one clause of four words or more, no formula, touching two key points or
+    more. `items`: `bare_items`."""
     if items is None:
         return False
-    if not asks_for_a_list and len(items) >= 3 and all(len(i) <= 3 for i in items):
+    longest = 4 if len(items) >= 4 and not FORMULA.search(t.folded) else 3  # "PAD, ma trận tam giác, softmax, -inf"
+    if not asks_for_a_list and len(items) >= 3 and all(len(i) <= longest for i in items):
         return True
     return (len(WORD.findall(t.folded)) >= 4 and len(t.clauses) == 1 and not FORMULA.search(t.folded)
             and points_touched >= 2)
