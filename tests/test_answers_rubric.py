@@ -182,7 +182,9 @@ def test_a_question_that_asks_to_name_items_accepts_a_list() -> None:
 @pytest.mark.parametrize("text", ["Chắc là cats chase mice and dogs guard the house.",
                                   "I believe cats chase mice and dogs guard the house.",
                                   "Cats chase mice and dogs guard the house; the rest I don't remember.",
-                                  "Cats chase mice, dogs guard the house, con phan sau thi em khong nho."])
+                                  "Cats chase mice, dogs guard the house, con phan sau thi em khong nho.",
+                                  "Cats chase mice. Dogs guard the house, phần đó em chưa rõ lắm.",
+                                  "Cats chase mice, and dogs guard the house somehow."])
 def test_a_hedged_answer_that_earns_points_is_flagged(text: str) -> None:
     grade = _grade(text)
     assert grade.score > 0 and grade.reasons

@@ -30,7 +30,8 @@ NEGATIONS = (
 )
 HEDGES = ("maybe", "perhaps", "probably", "i think", "i guess", "not sure", "có lẽ", "hình như",
           "chắc vậy", "chắc là", "hình như là", "không chắc", "ko chắc", "không rõ", "em nghĩ",
-          "em đoán", "i believe", "i suppose", "dunno",
+          "em đoán", "i believe", "i suppose", "dunno", "chưa rõ", "chưa hiểu", "chưa nắm",
+          "somehow", "or something", "or whatever", "đại loại", "đại khái", "kiểu vậy",
           # a part the student says they have forgotten: points it earns may be a guess
           "em không nhớ", "mình không nhớ", "tôi không nhớ", "em quên", "mình quên", "tôi quên",
           "i don't remember", "i do not remember", "i can't remember", "i don't recall")
