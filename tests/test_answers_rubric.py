@@ -562,6 +562,17 @@ def test_four_listed_terms_may_have_four_words_each_unless_one_is_a_formula() ->
     assert grade_text("weight → nguyên nhân; phía sau còn FFN, residual, nhiều layer", causes, 1.0).score == 1.0
 
 
+def test_a_word_joining_two_words_of_a_listed_term_is_part_of_it() -> None:
+    """"SRAM với HBM" (SRAM with HBM) is one listed term of a list of key words, not a sentence;
+    a negation there still makes one."""
+    rubric = {"rubric": [{"points": 0.5, "concept": "memory", "accept": ["sram", "bộ nhớ"]},
+                         {"points": 0.5, "concept": "tiles", "accept": ["tiling"]}]}
+    assert grade_text("tiling, SRAM với HBM, kernel fusion, bộ nhớ", rubric, 1.0).score == 0.0
+    assert grade_text("tiling, read and write, SRAM", rubric, 1.0).score == 0.0
+    assert listing.bare_items(read("tiling, SRAM không HBM, kernel fusion"), []) is None
+    assert listing.bare_items(read("tiling, SRAM HBM với, kernel fusion"), []) is None  # not between two words
+
+
 def test_listed_terms_are_read_after_a_label_with_a_big_o_as_one_word() -> None:
     t = read("Từ khóa: mask, O(n^2) cost / eval")
     assert listing.bare_items(t, []) == [["mask"], ["o(n^2)", "cost"], ["eval"]]

@@ -20,6 +20,8 @@ LIST_ITEMS = re.compile(r"[,;/\n]+")
 """What separates the items of a list of terms ("mask, seq_len; eval/dtype")."""
 COMPARATIVE = re.compile(r"(?<=\w )hon(?=\s*(?:[,;/\n]|\Z))")
 """"hơn" closing a listed term: "nhanh hơn" is one term (faster), not a sentence."""
+JOINS = re.compile(r"và|va|với|voi|and|or|hoặc|hoac")
+"""A word that joins two terms into one listed term ("SRAM với HBM")."""
 LIST_LABEL = re.compile(r"^\W*\w+(?:\s+\w+){0,2}\s*:(?!\S)")
 """A label of up to three words that opens a list ("keywords:", "các từ khóa:"), not one of its items."""
 
@@ -38,9 +40,15 @@ def bare_items(t: Text, matched: Sequence[Span]) -> list[list[str]] | None:
 
 def _inside_a_short_term(t: Text, w: re.Match[str], spans: Sequence[Span]) -> bool:
     """Whether function word `w` sits in a listed term of two words (`spans`, the list's terms):
-    "on dinh" is "ổn định" (stable), "do dai" "độ dài" (length). A negation still denies."""
-    return not NEGATION.fullmatch(w.group()) and any(
-        a <= w.start() and w.end() <= b and len(WORD.findall(t.folded, a, b)) == 2 for a, b in spans)
+    "on dinh" is "ổn định" (stable), "do dai" "độ dài" (length); or joins the two words of a
+    term of three ("SRAM với HBM", "read and write"). A negation still denies."""
+    if NEGATION.fullmatch(w.group()):
+        return False
+    for a, b in spans:
+        if a <= w.start() and w.end() <= b:
+            words = WORD.findall(t.folded, a, b)
+            return len(words) == 2 or (len(words) == 3 and words[1] == w.group() and bool(JOINS.fullmatch(w.group())))
+    return False
 
 
 def keyword_list(t: Text, items: list[list[str]] | None, asks_for_a_list: bool, points_touched: int) -> bool:
