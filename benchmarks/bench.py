@@ -81,6 +81,27 @@ def student_source() -> str:
     return text
 
 
+PLOT_IMPORTS = "import matplotlib.pyplot as plt\nimport seaborn as sns\n"
+PLOT_ATTENTION = '''# 7. Visualize Attention (as in the lesson)
+def plot_attention(attn_weights, tokens, head=0):
+    """Plot attention heatmap cho head cụ thể"""
+    fig, ax = plt.subplots(figsize=(8, 6))
+    weights = attn_weights[0, head].detach().numpy()
+    sns.heatmap(weights, xticklabels=tokens, yticklabels=tokens, cmap="Blues", ax=ax)
+    ax.set_title(f"Attention Head {head}")
+    plt.tight_layout()
+    plt.show()
+'''
+"""What a student who follows the lesson's section 7 adds (`--plots`): the hidden tests draw
+with it, so each such submission imports pyplot and seaborn and renders one heatmap."""
+
+
+def with_plot(source: str) -> str:
+    if "\nimport torch\n" not in source:
+        raise SystemExit("bench: `import torch` not found in the reference; update with_plot")
+    return source.replace("\nimport torch\n", "\n" + PLOT_IMPORTS + "import torch\n", 1) + "\n\n" + PLOT_ATTENTION
+
+
 def apply_variant(source: str, variant: str) -> str:
     for old, new in VARIANTS[variant]:
         if old not in source:
@@ -121,8 +142,9 @@ def to_notebook(source: str) -> str:
     return nbformat.writes(nb)
 
 
-def generate(n: int, dest: Path) -> list[dict[str, Any]]:
-    """N submission folders s000.. under dest; returns the manifest."""
+def generate(n: int, dest: Path, plots: float = 0.0) -> list[dict[str, Any]]:
+    """N submission folders s000.. under dest; returns the manifest. A `plots` share of them
+    (spread evenly) carry the lesson's `plot_attention`."""
     if dest.exists():
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
@@ -131,22 +153,27 @@ def generate(n: int, dest: Path) -> list[dict[str, Any]]:
     answer_files = [answers_dir / f for f in ANSWER_FILES if (answers_dir / f).is_file()]
     sources = {v: apply_variant(base, v) for v in VARIANTS}
     notebooks = {v: to_notebook(s) for v, s in sources.items()}
+    plotting = {v: with_plot(s) for v, s in sources.items()} if plots > 0 else {}
+    plotting_nb = {v: to_notebook(s) for v, s in plotting.items()}
     manifest = []
     for i in range(n):
         kind = "notebook" if i % 2 else "module"
         variant = VARIANT_CYCLE[(i // 2) % len(VARIANT_CYCLE)]
+        plots_here = int((i // 2 + 1) * plots) > int(i // 2 * plots)  # modules and notebooks alike
         folder = dest / f"s{i:03d}"
         folder.mkdir()
         if kind == "module":
-            (folder / "attention.py").write_text(sources[variant], encoding="utf-8")
+            text = (plotting if plots_here else sources)[variant]
+            (folder / "attention.py").write_text(text, encoding="utf-8")
         else:
-            (folder / "attention.ipynb").write_text(notebooks[variant], encoding="utf-8")
+            text = (plotting_nb if plots_here else notebooks)[variant]
+            (folder / "attention.ipynb").write_text(text, encoding="utf-8")
         answers = ""
         if answer_files:
             src = answer_files[(i // 2) % len(answer_files)]
             shutil.copyfile(src, folder / "answers.yaml")
             answers = src.name
-        manifest.append({"id": folder.name, "kind": kind, "variant": variant,
+        manifest.append({"id": folder.name, "kind": kind, "variant": variant, "plots": plots_here,
                          "answers": answers, "path": str(folder)})
     (dest.parent / "manifest.json").write_text(json.dumps(manifest, indent=1))
     return manifest
@@ -814,6 +841,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="also grade with the grader package in DIR (DIR/grader/, e.g. a copy "
                         "taken before a change), side by side: --pairs runs each, alternating")
     p.add_argument("--pairs", type=int, default=3, help="runs of each tree with --compare")
+    p.add_argument("--plots", type=float, default=0.0, metavar="SHARE",
+                   help="share of submissions (0-1) that carry the lesson's plot_attention, "
+                        "whose hidden test draws a seaborn heatmap with it")
     args = p.parse_args(argv)
     if args.nice:
         os.nice(args.nice)
@@ -836,9 +866,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"[bench] assignment {assignment}" + (f" -- {a_note}" if a_note else ""), file=sys.stderr)
 
     t0 = time.perf_counter()
-    manifest = generate(args.n, out / "subs")
+    manifest = generate(args.n, out / "subs", args.plots)
     print(f"[bench] generated {len(manifest)} submissions in {time.perf_counter() - t0:.1f} s",
           file=sys.stderr)
+    if args.plots > 0:
+        notes.append(f"{sum(m['plots'] for m in manifest)} of {len(manifest)} submissions carry the "
+                     "lesson's plot_attention (`--plots`).")
 
     print(f"[bench] grading with --jobs {args.jobs} ...", file=sys.stderr)
     grade = run_grade(out / "subs", out / "grade", assignment, args.jobs, args.sandbox,

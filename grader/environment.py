@@ -35,7 +35,7 @@ from grader.errors import EnvironmentMissing
 
 __all__ = ["Environment", "Package", "cell_notice", "import_notices", "imported_modules",
            "installed_problems", "merged_requirements", "require_installed", "missing_module",
-           "missing_module_message", "parse_environment", "probe_problems", "probe_source",
+           "missing_module_message", "parse_environment", "probe_problems", "probe_source", "request_sources",
            "undeclared_imports",
            "undeclared_notice"]
 
@@ -242,12 +242,20 @@ def import_notices(request: Mapping[str, Any] | None, error: Mapping[str, Any] |
     environment; imports that failed are left out (their own message says it)."""
     if env is None or not request:
         return []
-    notebook = request.get("kind") == "notebook"
-    cells = request.get("cells") if notebook else [request.get("source")]
-    sources = [c for c in (cells if isinstance(cells, list) else []) if isinstance(c, str)]
+    sources, notebook = request_sources(request)
     failed = {missing_module(e) for e in (error, *cell_errors)} - {""}
     found = undeclared_imports(sources, env, notebook, besides=failed)
     return [undeclared_notice(found, env)] if found else []
+
+
+def request_sources(request: Mapping[str, Any] | None) -> tuple[list[str], bool]:
+    """The code a `load` request carries (a module's source, or a notebook's code cells),
+    and whether it is a notebook."""
+    if not request:
+        return [], False
+    notebook = request.get("kind") == "notebook"
+    cells = request.get("cells") if notebook else [request.get("source")]
+    return [c for c in (cells if isinstance(cells, list) else []) if isinstance(c, str)], notebook
 
 
 # ------------------------------------------------------------------ grader environment

@@ -43,6 +43,7 @@ class InProcessSandbox:
         self._pids = itertools.count(1)
         self._servers: dict[int, tuple[socket.socket, threading.Thread]] = {}
         self.spawned = 0
+        self.warm_asked = 0
         self._folder = tempfile.TemporaryDirectory(prefix="grader-fake-")
 
     def __enter__(self) -> InProcessSandbox:
@@ -86,6 +87,9 @@ class InProcessSandbox:
 
     def restart(self) -> None:
         pass
+
+    def warm_plots(self) -> None:
+        self.warm_asked += 1
 
     def describe(self) -> str:
         return "in-process fake (no isolation: trusted test fixtures only)"

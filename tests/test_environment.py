@@ -266,3 +266,17 @@ def test_grade_refuses_while_a_declared_package_is_missing_here(tmp_path: Path) 
     assert "notapackage-zz is not installed" in lines[0] and "seaborn 0.13.2 is installed" in lines[0]
     assert "--requirements" in lines[0]
     assert not list(out.glob("*/result.json"))
+
+
+def test_a_batchs_sandbox_warms_the_plotting_packages_its_environment_declares() -> None:
+    """`grade` warms what the lesson's plots import (see `plotting.warm`); `check` (no prewarm)
+    and an environment without them do not."""
+    from grader.batch.prepare import sandbox_for
+    from grader.config import RunConfig
+
+    a = assignment.load(ATTENTION)
+    assert sandbox_for(a, RunConfig()).warm_imports == ("matplotlib", "matplotlib.pyplot", "seaborn")
+    assert sandbox_for(a, RunConfig(), prewarm=False).warm_imports == ()
+    torch_only = replace(a, environment=parse_environment({"packages": ["torch>=2.1,<3", "numpy"]}))
+    assert sandbox_for(torch_only, RunConfig()).warm_imports == ()
+    assert sandbox_for(replace(a, environment=None), RunConfig()).warm_imports == ()

@@ -38,6 +38,7 @@ from grader.results import (
 )
 from grader.results import TestResult as Checked  # (not a test class)
 from grader.sandbox.host import Isolation, Sandbox
+from grader.sandbox.inside import plotting
 from grader.testing import GradingFailure, show_figures
 from grader.testing.session import Feedback
 from grader.testing.student import Connection, Student
@@ -318,6 +319,39 @@ def test_submissions_that_do_not_plot_never_import_matplotlib(box: Sandbox) -> N
         assert student.now() is False
     finally:
         conn.close()
+
+
+LOADED_AT_START = ("import sys\nAT_START = sorted(m for m in ('matplotlib.pyplot', 'seaborn', 'pandas') "
+                   "if m in sys.modules)\n")
+
+
+def test_a_zygote_asked_to_warm_loads_the_plotting_imports_and_children_still_capture() -> None:
+    """`Sandbox.warm_plots` (a batch's worker met a submission that plots): children forked
+    before it have nothing loaded, those forked after its answer find pyplot, seaborn and
+    pandas loaded, and the lesson's heatmap is drawn and captured as before, no warning
+    printed. A zygote started without warm imports is never asked."""
+    warm = plotting.warm_imports(["torch", "matplotlib", "seaborn"])
+    with Sandbox(Isolation.AUTO, LIMITS, spare=False, warm_imports=warm) as warmed:
+        first = _connect(warmed, "module", LOADED_AT_START)
+        try:
+            assert Student(first).AT_START.value() == []
+        finally:
+            first.close()
+        warmed.warm_plots()
+        warmed.warm_plots()  # asked once
+        later = _connect(warmed, "module", LOADED_AT_START + PLOTTING_MODULE
+                         + "import seaborn as sns\n\ndef heatmap(values):\n"
+                           "    sns.heatmap(values, annot=True)\n    plt.show()\n")
+        try:
+            student = Student(later)
+            assert student.AT_START.value() == ["matplotlib.pyplot", "pandas", "seaborn"]
+            student.heatmap([[0.25, 0.75], [1.0, 0.0]])
+            batch = student.figures()
+        finally:
+            later.close()
+    assert [f.source for f in batch.figures] == ["heatmap(...)"] and batch.left_out == ()
+    printed = "".join(text for text, _ in later.output)
+    assert "Warning" not in printed and "cache" not in printed.lower(), printed
 
 
 NOTEBOOK = [

@@ -63,12 +63,14 @@ def test_every_reply_reads_back_as_it_was_sent(message: Any, op: str) -> None:
                           devices=("/dev/nvidia0",)),
     protocol.ZygoteConfig("bwrap"),
     protocol.ZygoteConfig("bwrap", tmp_dirs=("/tmp/w0", "/tmp/w1")),
+    protocol.ZygoteConfig("bwrap", warm_imports=("matplotlib", "matplotlib.pyplot", "seaborn")),
+    protocol.Warmed(True), protocol.Warmed(False),
 ], ids=lambda m: type(m).__name__)
 def test_every_control_message_reads_back_as_it_was_sent(message: Any) -> None:
     assert type(message).from_doc(_wire(message.to_doc())) == message
 
 
-@pytest.mark.parametrize("message", [protocol.Fork({"memory_mb": 2048}), protocol.Kill(42)],
+@pytest.mark.parametrize("message", [protocol.Fork({"memory_mb": 2048}), protocol.Kill(42), protocol.Warm()],
                          ids=lambda m: type(m).__name__)
 def test_the_zygote_reads_the_requests_it_is_sent(message: Any) -> None:
     assert protocol.control_request_from_doc(_wire(message.to_doc())) == message
@@ -206,6 +208,9 @@ def test_malformed_control_answers_are_wire_errors() -> None:
             protocol.Forked.from_doc(doc)
     with pytest.raises(WireError, match="answered a kill"):
         protocol.Killed.from_doc({"status": "dead"})
+    for doc in ({}, {"warm": "yes"}, protocol.ControlError("bad request").to_doc()):
+        with pytest.raises(WireError, match="answered a warm-up"):
+            protocol.Warmed.from_doc(doc)
     for doc in ({"op": "exec"}, {"op": "kill", "pid": "1"}, {"op": "kill"}):
         with pytest.raises(WireError):
             protocol.control_request_from_doc(doc)

@@ -589,3 +589,39 @@ def test_the_zygote_prewarm_starts_no_thread_and_draws_no_random_number() -> Non
     )
     done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_the_zygote_plot_warm_up_starts_no_thread_draws_no_random_number_and_leaves_nothing() -> None:
+    """What `plotting.warm` imports in the zygote (pyplot, seaborn and pandas) stays safe to
+    fork from, selects the sandbox's backend as a child's own import would, and leaves no
+    configuration folder behind."""
+    probe = (
+        "import glob, os, random, sys, tempfile, numpy, torch\n"
+        "from grader.sandbox.inside import plotting\n"
+        "threads, state = len(os.listdir('/proc/self/task')), torch.get_rng_state()\n"
+        "np_state, py_state = numpy.random.get_state()[1].copy(), random.getstate()\n"
+        "folders = set(glob.glob(os.path.join(tempfile.gettempdir(), 'grader-mpl-*')))\n"
+        "planted = tempfile.mkdtemp()\n"  # a child's leftovers where the zygote runs
+        "open(os.path.join(planted, 'matplotlibrc'), 'w').write('lines.linewidth: 7\\n')\n"
+        "os.makedirs(os.path.join(planted, '.config', 'matplotlib'))\n"
+        "open(os.path.join(planted, '.config', 'matplotlib', 'matplotlibrc'), 'w').write('lines.linewidth: 7\\n')\n"
+        "os.chdir(planted); os.environ['HOME'] = planted\n"
+        "modules = plotting.warm_imports(['torch', 'numpy', 'matplotlib', 'seaborn'])\n"
+        "assert modules == ('matplotlib', 'matplotlib.pyplot', 'seaborn'), modules\n"
+        "plotting.warm(modules + ('os',))\n"
+        "assert {'matplotlib.pyplot', 'seaborn', 'pandas'} <= set(sys.modules)\n"
+        "assert len(os.listdir('/proc/self/task')) == threads, 'a thread was started'\n"
+        "assert torch.equal(torch.get_rng_state(), state), 'a random number was drawn (torch)'\n"
+        "assert (numpy.random.get_state()[1] == np_state).all(), 'a random number was drawn (numpy)'\n"
+        "assert random.getstate() == py_state, 'a random number was drawn (random)'\n"
+        "import matplotlib\n"
+        "assert matplotlib.get_backend() == plotting.BACKEND, matplotlib.get_backend()\n"
+        "assert matplotlib.rcParams['lines.linewidth'] == 1.5, 'a planted matplotlibrc was read'\n"
+        "assert os.getcwd() == planted and os.environ['HOME'] == planted\n"
+        "assert plotting._HOOK not in sys.meta_path and 'MPLCONFIGDIR' not in os.environ\n"
+        "assert set(glob.glob(os.path.join(tempfile.gettempdir(), 'grader-mpl-*'))) == folders\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "MPLCONFIGDIR"}
+    done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True,
+                          timeout=120, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]

@@ -40,3 +40,16 @@ def test_a_wrong_value_loses_points_with_a_message(tiny, fake) -> None:
     assert result.gradable and result.score < result.max_score
     failed = [t for ex in result.exercises for t in ex.tests if not t.passed]
     assert failed and all(t.message for t in failed)
+
+
+def test_a_submission_that_imports_a_plotting_library_has_the_sandbox_warm_them(tiny, fake, tmp_path) -> None:
+    """What `Sandbox.warm_plots` is for: the zygote loads pyplot and seaborn once a class is seen
+    to plot, and never for a class that does not."""
+    assert _grade(tiny, fake, "honest").gradable and fake.warm_asked == 0
+    plots = tmp_path / "plots"
+    plots.mkdir()
+    source = (ADVERSARIAL / "honest" / "solution.py").read_text()
+    (plots / "solution.py").write_text(source + "\n\ndef show(x):\n    import seaborn\n    seaborn.heatmap(x)\n")
+    with Grading(tiny, fake, RunConfig()) as grading:  # type: ignore[arg-type]
+        assert grading.grade(discover(plots, tiny)[0]).gradable
+    assert fake.warm_asked == 1

@@ -25,7 +25,7 @@ from grader.answers.submitted import load_answers
 from grader.assignment import Assignment, yaml_problem
 from grader.batch.prepare import ATTEMPTS
 from grader.config import RunConfig
-from grader.environment import Environment, cell_notice, import_notices
+from grader.environment import Environment, cell_notice, import_notices, imported_modules, request_sources
 from grader.errors import AssignmentError, GraderError, SandboxFailure, one_line
 from grader.intake.discover import Submission
 from grader.intake.load import LoadedSubmission, read_submission
@@ -35,6 +35,7 @@ from grader.results import (
     SubmissionResult,
 )
 from grader.sandbox.host import Sandbox
+from grader.sandbox.inside.plotting import WARM_IMPORTS
 from grader.score import exercise_results, totals
 from grader.testing.session import TestRunner, load_reference
 from grader.testing.student import Connection, LoadOutcome
@@ -87,6 +88,8 @@ class Grading:
         started, cpu_started = time.monotonic(), time.process_time()
         assignment, config = self.assignment, self.config
         loaded = read_submission(sub)
+        if _plots(loaded.request):
+            self.sandbox.warm_plots()  # for the children after this one (see `Sandbox.warm_plots`)
         connection = _connect(self.sandbox, loaded, assignment, sub)
         try:
             outcomes = self.tests.run(connection)
@@ -137,6 +140,12 @@ def _connect(sandbox: Sandbox, loaded: LoadedSubmission, assignment: Assignment,
     if loaded.request is None:
         connection.load = LoadOutcome(failure=loaded.failure)
     return connection
+
+
+def _plots(request: Mapping[str, Any] | None) -> bool:
+    """Whether the submission imports a plotting library the zygote can load ahead."""
+    sources, notebook = request_sources(request)
+    return any(m in WARM_IMPORTS for m in imported_modules(sources, notebook))
 
 
 def _answers(sub: Submission) -> tuple[dict[str, Any] | None, list[str]]:

@@ -21,6 +21,7 @@ from grader.errors import UsageError
 from grader.intake.discover import Submission
 from grader.results import ExerciseResult, LoadReport, Outcome, Status, SubmissionResult, TestResult
 from grader.sandbox.host import Isolation, Sandbox
+from grader.sandbox.inside import plotting
 from grader.sandbox.launch import gpu_device_nodes
 
 ATTEMPTS = 2
@@ -51,8 +52,9 @@ def sandbox_for(a: Assignment, config: RunConfig, *, prewarm: bool = True,
                 spare: bool = True) -> Sandbox:
     """A sandbox (not yet launched) at `config`'s isolation, under `a`'s limits, that
     never shows `a`'s folder (its hidden tests) to the student's code."""
+    warm = plotting.warm_imports(a.environment.names()) if prewarm and a.environment else ()
     return Sandbox(Isolation(config.isolation), a.limits, prewarm=prewarm, spare=spare,
-                   hidden=(a.root,))
+                   hidden=(a.root,), warm_imports=warm)
 
 
 def ungradable(sub: Submission, assignment: Assignment, why: str) -> SubmissionResult:

@@ -61,8 +61,12 @@ class Sandbox:
     """A warm zygote that forks isolated children; use as a context manager."""
 
     def __init__(self, isolation: Isolation = Isolation.AUTO, limits: Limits = Limits(),
-                 prewarm: bool = True, spare: bool = True, hidden: tuple[Path, ...] = ()):
+                 prewarm: bool = True, spare: bool = True, hidden: tuple[Path, ...] = (),
+                 warm_imports: tuple[str, ...] = ()):
         self.requested = Isolation(isolation)
+        self.warm_imports = warm_imports
+        """Plotting modules the zygote may import for its children (`warm_plots`)."""
+        self._warm_asked = False
         self.hidden = hidden
         """Folders no read-only bind may show (the assignment, with its hidden tests)."""
         self.limits = limits
@@ -120,7 +124,7 @@ class Sandbox:
         level = self.resolve_level()
         pairs = [socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM) for _ in range(n)]
         fds = [theirs.fileno() for _ours, theirs in pairs]
-        argv = zygote_argv(level, fds, self.limits, self.prewarm, self.hidden)
+        argv = zygote_argv(level, fds, self.limits, self.prewarm, self.hidden, self.warm_imports)
         self._proc = subprocess.Popen(argv, pass_fds=fds, env=clean_env(level),
                                       stdin=subprocess.DEVNULL, cwd="/")
         for _ours, theirs in pairs:
@@ -135,6 +139,7 @@ class Sandbox:
         self.level = level
         self._ready = False
         self._lost = ""
+        self._warm_asked = False  # a fresh zygote has imported nothing yet
 
     def wait_ready(self) -> None:
         if self._ready:
@@ -264,6 +269,20 @@ class Sandbox:
         child.isolation = hello.isolation
         _checked_hello(hello, child.kill)
         return child
+
+    def warm_plots(self) -> None:
+        """A submission that plots is being graded: have the zygote import the plotting
+        libraries it was started with (`warm_imports`), so the children forked after its
+        answer do not each pay for them. Asked once per sandbox; a zygote started without
+        them answers that there is nothing to do."""
+        if self._warm_asked or not self.warm_imports:
+            return
+        self._warm_asked = True
+        reply = self._control_call(frames.pack(protocol.Warm().to_doc()), [])
+        try:
+            protocol.Warmed.from_doc(reply)
+        except frames.WireError as exc:
+            raise self._lose(str(exc)) from None
 
     def describe(self) -> str:
         """One line for reports: the level, and what the latest child actually got."""

@@ -55,14 +55,16 @@ def _tmp_size_bytes(limits: Limits) -> int:
 
 
 def zygote_argv(level: Isolation, fd: int | Sequence[int], limits: Limits = Limits(),
-                 prewarm: bool = True, hidden: tuple[Path, ...] = ()) -> list[str]:
+                 prewarm: bool = True, hidden: tuple[Path, ...] = (),
+                 warm_imports: tuple[str, ...] = ()) -> list[str]:
     """`fd`: the zygote's control socket, or one per grading worker that shares it."""
     fds = ",".join(map(str, [fd] if isinstance(fd, int) else fd))
     ro_paths = readonly_paths(hidden)
     path = _sandbox_import_path(ro_paths)
     if level is Isolation.PROCESS:
         config = ZygoteConfig("process", private_root=True, prewarm=prewarm,
-                              ro_paths=tuple(ro_paths), devices=tuple(gpu_device_nodes()))
+                              ro_paths=tuple(ro_paths), devices=tuple(gpu_device_nodes()),
+                              warm_imports=warm_imports)
         return interpreter.boot_argv(_BOOT, [str(_GRADER_PKG.parent), *path],
                                      fds, json.dumps(config.to_doc()))
     # One tmpfs per connection (`zygote.Connection`): each grading worker's children use
@@ -88,7 +90,8 @@ def zygote_argv(level: Isolation, fd: int | Sequence[int], limits: Limits = Limi
         argv += ["--ro-bind-try", "/sys", "/sys"]  # the CUDA driver reads PCI topology
     argv += ["--perms", "0755", "--dir", "/opt/grader",
              "--ro-bind", str(_GRADER_PKG), "/opt/grader/grader", "--chdir", "/tmp"]
-    config = ZygoteConfig("bwrap", private_root=False, prewarm=prewarm, tmp_dirs=tmp_dirs)
+    config = ZygoteConfig("bwrap", private_root=False, prewarm=prewarm, tmp_dirs=tmp_dirs,
+                          warm_imports=warm_imports)
     return argv + interpreter.boot_argv(_BOOT, ["/opt/grader", *path], fds,
                                         json.dumps(config.to_doc()))
 

@@ -1,8 +1,11 @@
 """The student's own figures, captured as PNG inside the sandboxed child.
 
-Runs in the child only (the grader's process never imports matplotlib). Nothing here
-imports matplotlib either: `install()` adds an import hook, and only a submission that
-imports matplotlib pays for it. When it does, the hook selects `grader.sandbox.inside.mpl_backend`, a
+Runs in the child (the grader's process never imports matplotlib). Nothing here imports
+matplotlib at import: `install()` adds an import hook, and a submission that imports matplotlib
+pays for it, unless the batch's zygote already did (`warm`: once a submission of the batch is
+seen to import matplotlib or seaborn, where the assignment's environment declares them, the
+children forked after that find them loaded). Either way our hook selects
+`grader.sandbox.inside.mpl_backend` first, a
 non-interactive Agg backend whose `plt.show()` returns at once (no window, no warning)
 after capturing every open figure. In a notebook (`watch_shell`), as in Jupyter:
 
@@ -19,13 +22,19 @@ grader asks for them with the child's `figures` op and checks them again (`figur
 from __future__ import annotations
 
 import base64
+import gc
 import hashlib
+import importlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
 import io
+import os
+import shutil
 import sys
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
@@ -37,7 +46,14 @@ MAX_SIDE_PX = 2000
 """A huge figure (`figsize=(80, 60)`) is drawn at a lower resolution, never this wider."""
 BACKEND = "module://grader.sandbox.inside.mpl_backend"
 
-__all__ = ["BACKEND", "COLLECTOR", "Collector", "install", "watch_shell"]
+WARM_IMPORTS = {"matplotlib": ("matplotlib", "matplotlib.pyplot"), "seaborn": ("seaborn",)}
+"""Per package an assignment's environment may declare, what a batch's zygote may import for
+its children (`warm`, `WarmUp`): a child that plots as the lesson does otherwise pays 0.5 s of
+CPU to import pyplot and seaborn (pandas with it) and to build matplotlib's font list. Each
+starts no thread and draws no random number at import (held by a test in tests/test_sandbox.py)."""
+
+__all__ = ["BACKEND", "COLLECTOR", "WARM_IMPORTS", "Collector", "WarmUp", "install", "warm",
+           "warm_imports", "watch_shell"]
 
 
 class Collector:
@@ -203,6 +219,70 @@ def install() -> None:
 def uninstall() -> None:
     if _HOOK in sys.meta_path:
         sys.meta_path.remove(_HOOK)
+
+
+# ---------------------------------------------------------------- warming the zygote
+
+
+def warm_imports(packages: Iterable[str]) -> tuple[str, ...]:
+    """The modules `warm` imports for an environment's packages (by distribution name)."""
+    names = {name.lower().replace("_", "-") for name in packages}
+    return tuple(m for package, modules in WARM_IMPORTS.items() if package in names for m in modules)
+
+
+def warm(modules: Iterable[str]) -> None:
+    """Import these plotting modules (only those of WARM_IMPORTS) in the zygote, as a child
+    would: our backend selected first. They run in a fresh, empty folder that is their home,
+    current folder and matplotlib's configuration folder, gone once they are loaded: nothing a
+    student's child could have left where the zygote looks (a `matplotlibrc`, fonts under
+    `~/.fonts`) reaches the children after it. A child that later writes to matplotlib's cache
+    finds no folder, which matplotlib only logs."""
+    allowed = {m for group in WARM_IMPORTS.values() for m in group}
+    wanted = [m for m in modules if m in allowed]
+    if not wanted:
+        return
+    folder = tempfile.mkdtemp(prefix="grader-mpl-")
+    saved = {name: os.environ.get(name) for name in ("MPLCONFIGDIR", "HOME")}
+    cwd = os.getcwd()
+    os.environ.update(MPLCONFIGDIR=folder, HOME=folder)
+    os.chdir(folder)
+    try:
+        install()
+        for name in wanted:
+            try:
+                importlib.import_module(name)
+            except Exception:  # not installed, or broken: each child meets it as before
+                pass
+        uninstall()
+    finally:
+        os.chdir(cwd)
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@dataclass
+class WarmUp:
+    """The plotting libraries a zygote may import for its children (`warm`), once a
+    connection has seen a submission that plots (`Warm`), right after answering it: every child
+    forked after that answer finds them loaded, and a class that never plots never pays for
+    them (a larger zygote makes every fork and exit dearer)."""
+
+    modules: tuple[str, ...]
+    asked: bool = False
+    done: bool = False
+
+    @property
+    def due(self) -> bool:
+        return self.asked and not self.done and bool(self.modules)
+
+    def run(self) -> None:
+        self.done = True
+        warm(self.modules)
+        gc.freeze()  # what was loaded lives as long as the zygote, as at start
 
 
 # ---------------------------------------------------------------- notebooks

@@ -40,6 +40,8 @@ socket per grading worker when a batch shares this zygote): first a `Hello` (wit
 `WIRE_VERSION`; with an `error` and an exit when the config's version is not ours), then
     `Fork` + 2 fds (protocol, output) -> `Forked`
     `Kill`                            -> `Killed` (a connection kills only its own children)
+    `Warm`                            -> `Warmed` (then import the config's plotting
+                                         libraries: a submission that plots was seen)
     anything else                     -> `ControlError`
 """
 
@@ -65,7 +67,7 @@ import IPython.core.interactiveshell  # noqa: F401
 import torch  # imported once here so every child starts warm
 
 from grader.sandbox import protocol, wire
-from grader.sandbox.inside import child, reaper
+from grader.sandbox.inside import child, plotting, reaper
 from grader.sandbox.inside.isolation import LINUX, PR_SET_CHILD_SUBREAPER, prctl
 from grader.sandbox.inside.spawn import fork_child
 from grader.sandbox.protocol import ZygoteConfig
@@ -179,15 +181,18 @@ def main(control_fds: int | str, config: dict[str, Any] | None = None) -> None:
     ready = selectors.DefaultSelector()
     for control in served:
         ready.register(control, selectors.EVENT_READ, control)
+    warm = plotting.WarmUp(cfg.warm_imports)
     while served:
         for key, _events in ready.select():
             control = key.data
-            if not _serve_one(control, served, strategy, cfg):
+            if not _serve_one(control, served, strategy, cfg, warm):
                 ready.unregister(control)
                 done = served.pop(control)
                 _kill_all(done.children)
                 shutil.rmtree(done.tmp_root, ignore_errors=True)
                 control.close()
+        if warm.due:  # asked, and answered: the asking worker goes on grading meanwhile
+            warm.run()
     reaper.stop()
     _reap_orphans({}, wait_s=1.0)
     # Skip the interpreter's teardown of torch (seconds): nothing is left to flush.
@@ -197,7 +202,7 @@ def main(control_fds: int | str, config: dict[str, Any] | None = None) -> None:
 
 
 def _serve_one(control: socket.socket, served: dict[socket.socket, Connection], strategy: str,
-               cfg: ZygoteConfig) -> bool:
+               cfg: ZygoteConfig, warm: plotting.WarmUp) -> bool:
     """Answer one request on `control`; False when that connection is done (closed, or
     its sandbox gone). A connection forks, and kills, only children of its own."""
     children, tmp_root = served[control].children, served[control].tmp_root
@@ -217,6 +222,12 @@ def _serve_one(control: socket.socket, served: dict[socket.socket, Connection], 
         for fd in fds:
             os.close(fd)
         return _reply(control, protocol.Forked(pid).to_doc())
+    if isinstance(request, protocol.Warm):
+        for fd in fds:
+            os.close(fd)
+        pending = bool(warm.modules) and not warm.done
+        warm.asked = True
+        return _reply(control, protocol.Warmed(pending).to_doc())
     if isinstance(request, protocol.Kill):
         cpu_before = _children_cpu()
         status = _kill_one(request.pid, children.pop(request.pid)) if request.pid in children else 0
@@ -257,7 +268,7 @@ def _reply(control: socket.socket, doc: dict[str, Any]) -> bool:
     return True
 
 
-def _parse(msg: bytes) -> protocol.Fork | protocol.Kill | None:
+def _parse(msg: bytes) -> protocol.Fork | protocol.Kill | protocol.Warm | None:
     """The sandbox's request, or None for anything that is not one."""
     try:
         doc = json.loads(msg[4:].decode("utf-8"))

@@ -1,7 +1,7 @@
 """The messages between the grader and its sandbox, typed, each with the JSON it sends.
 
     grader --ZygoteConfig (argv)--------------> zygote --Hello---------------------> grader
-    grader --Fork (+ 2 fds) | Kill------------> zygote --Forked | Killed | ControlError
+    grader --Fork (+ 2 fds) | Kill | Warm-----> zygote --Forked | Killed | Warmed | ControlError
     child  --ChildHello (before any student code runs)----------------------------> grader
     grader --Load | Call | GetAttr | Has | Seed | Figures | SpyStart | SpyStop | Exit
                                              --> child --Ok | Raised | Missing | ProtocolError
@@ -52,6 +52,8 @@ from grader.sandbox.protocol.control import (
     Killed,
     Refused,
     VersionMismatch,
+    Warm,
+    Warmed,
     ZygoteConfig,
     check_version,
     control_request_from_doc,
@@ -61,7 +63,7 @@ __all__ = [
     "Call", "ChildHello", "ControlError", "ErrorReport", "Exit", "Figures", "Fork", "Forked",
     "GetAttr", "Has", "Hello", "Kill", "Killed", "Load", "LoadReport", "MAX_REPLY_TEXT",
     "Missing", "Ok", "ProtocolError", "Raised", "Refused", "Reply", "Request", "Seed",
-    "SpyStart", "SpyStop", "Target", "VersionMismatch", "WIRE_VERSION", "WireError",
+    "SpyStart", "SpyStop", "Target", "VersionMismatch", "WIRE_VERSION", "Warm", "Warmed", "WireError",
     "ZygoteConfig", "check_version", "checked_reply", "control_request_from_doc",
     "reply_from_doc", "request_from_doc", "seed_of", "with_seed",
 ]

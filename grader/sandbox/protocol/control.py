@@ -66,12 +66,16 @@ class ZygoteConfig:
     tmp_dirs: tuple[str, ...] = ()
     """Per connection, the folder its children's workdirs go in (a tmpfs of its own under
     bubblewrap); none: the zygote's temp folder."""
+    warm_imports: tuple[str, ...] = ()
+    """Plotting modules of the assignment's environment to import when a connection asks
+    (`Warm`, `plotting.warm`): the children forked after that find them loaded."""
 
     def to_doc(self) -> dict[str, Any]:
         doc: dict[str, Any] = {"level": self.level, "private_root": self.private_root,
                                "prewarm": self.prewarm, "version": self.version}
         if self.ro_paths or self.devices:
             doc |= {"ro_paths": list(self.ro_paths), "devices": list(self.devices)}
+        doc |= {"warm_imports": list(self.warm_imports)} if self.warm_imports else {}
         return doc | ({"tmp_dirs": list(self.tmp_dirs)} if self.tmp_dirs else {})
 
     @classmethod
@@ -83,7 +87,8 @@ class ZygoteConfig:
                    devices=tuple(str(p) for p in doc.get("devices", [])
                                  if str(p).startswith("/dev/nvidia")),
                    version=doc.get("version") if is_int(doc.get("version")) else None,
-                   tmp_dirs=tuple(str(p) for p in doc.get("tmp_dirs", [])))
+                   tmp_dirs=tuple(str(p) for p in doc.get("tmp_dirs", [])),
+                   warm_imports=tuple(str(m) for m in doc.get("warm_imports", [])))
 
 
 @dataclass(frozen=True)
@@ -134,13 +139,24 @@ class Kill:
         return {"op": "kill", "pid": self.pid}
 
 
-def control_request_from_doc(doc: dict[str, Any]) -> Fork | Kill:
+@dataclass(frozen=True)
+class Warm:
+    """A submission that plots was seen: import the plotting libraries of the zygote's config
+    (`ZygoteConfig.warm_imports`), right after answering, for the children forked after that."""
+
+    def to_doc(self) -> dict[str, Any]:
+        return {"op": "warm"}
+
+
+def control_request_from_doc(doc: dict[str, Any]) -> Fork | Kill | Warm:
     """What the zygote was asked; `WireError` for anything else."""
     if doc.get("op") == "fork":
         limits = doc.get("limits", {})
         return Fork(limits if isinstance(limits, dict) else {})
     if doc.get("op") == "kill":
         return Kill(int_field(doc, "pid", "kill request"))
+    if doc.get("op") == "warm":
+        return Warm()
     raise WireError("bad request")
 
 
@@ -174,6 +190,21 @@ class Killed:
             return cls(int(doc.get("status", -1)), float(doc.get("cpu_s", 0.0)))
         except (TypeError, ValueError):
             raise WireError(f"the sandbox answered a kill with {str(doc)[:200]}") from None
+
+
+@dataclass(frozen=True)
+class Warmed:
+    pending: bool
+    """Whether the zygote will import them (False: nothing to import, or already done)."""
+
+    def to_doc(self) -> dict[str, Any]:
+        return {"warm": self.pending}
+
+    @classmethod
+    def from_doc(cls, doc: dict[str, Any]) -> "Warmed":
+        if not isinstance(doc.get("warm"), bool):
+            raise WireError(f"the sandbox answered a warm-up with {str(doc)[:200]}")
+        return cls(doc["warm"])
 
 
 @dataclass(frozen=True)
