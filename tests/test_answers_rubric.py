@@ -579,6 +579,7 @@ def test_listed_terms_are_read_after_a_label_with_a_big_o_as_one_word() -> None:
     assert listing.bare_terms(listing.bare_items(t, []))
     assert listing.bare_items(read("mask is tested, eval"), []) is None  # "is": a sentence
     assert listing.bare_items(read("các từ khóa: mask, O(n^2), eval"), []) == [["mask"], ["o(n^2)"], ["eval"]]
+    assert listing.bare_items(read("Multi-head: h heads, concat, W_O"), []) == [["h", "heads"], ["concat"], ["w_o"]]
 
 
 def test_a_subject_named_as_a_comparisons_measure_has_the_point_denied_of_the_other() -> None:

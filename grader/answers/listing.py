@@ -22,8 +22,9 @@ COMPARATIVE = re.compile(r"(?<=\w )hon(?=\s*(?:[,;/\n]|\Z))")
 """"hơn" closing a listed term: "nhanh hơn" is one term (faster), not a sentence."""
 JOINS = re.compile(r"và|va|với|voi|and|or|hoặc|hoac")
 """A word that joins two terms into one listed term ("SRAM với HBM")."""
-LIST_LABEL = re.compile(r"^\W*\w+(?:\s+\w+){0,2}\s*:(?!\S)")
-"""A label of up to three words that opens a list ("keywords:", "các từ khóa:"), not one of its items."""
+LIST_LABEL = re.compile(r"^\W*\w+(?:[-\s]+\w+){0,2}\s*:(?!\S)")
+"""A label of up to three words that opens a list ("keywords:", "các từ khóa:", "multi-head:"), not
+one of its items."""
 
 
 def bare_items(t: Text, matched: Sequence[Span]) -> list[list[str]] | None:
