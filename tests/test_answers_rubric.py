@@ -573,6 +573,17 @@ def test_a_word_joining_two_words_of_a_listed_term_is_part_of_it() -> None:
     assert listing.bare_items(read("tiling, SRAM HBM với, kernel fusion"), []) is None  # not between two words
 
 
+def test_headings_inside_a_structured_list_are_not_its_terms() -> None:
+    """"Ý chính:" / "Tóm lại:" structure a bulleted list of key words; they are not terms
+    (nor sentences), so the list still reads as one."""
+    t = read("Ý chính:\n- num_heads\n- concat\n- W_O\nTóm lại: multi-head attention.")
+    assert listing.bare_items(t, []) == [["num_heads"], ["concat"], ["w_o"], ["multi", "head", "attention"]]
+    rubric = {"rubric": [{"points": 0.5, "concept": "concat", "accept": ["concat"]},
+                         {"points": 0.5, "concept": "heads", "accept": ["num_heads"]}]}
+    assert grade_text("Ý chính:\n- num_heads\n- concat\n- W_O\nTóm lại: multi-head attention.", rubric, 1.0).score == 0.0
+    assert listing.bare_items(read("Ý chính: mỗi head học một quan hệ, concat, W_O"), []) is None  # a sentence
+
+
 def test_listed_terms_are_read_after_a_label_with_a_big_o_as_one_word() -> None:
     t = read("Từ khóa: mask, O(n^2) cost / eval")
     assert listing.bare_items(t, []) == [["mask"], ["o(n^2)", "cost"], ["eval"]]
