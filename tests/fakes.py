@@ -88,6 +88,8 @@ class InProcessSandbox:
     def restart(self) -> None:
         pass
 
+    may_warm_plots = True
+
     def warm_plots(self) -> None:
         self.warm_asked += 1
 

@@ -337,8 +337,10 @@ def test_a_zygote_asked_to_warm_loads_the_plotting_imports_and_children_still_ca
             assert Student(first).AT_START.value() == []
         finally:
             first.close()
+        assert warmed.may_warm_plots and not Sandbox(Isolation.AUTO, LIMITS).may_warm_plots
         warmed.warm_plots()
-        warmed.warm_plots()  # asked once
+        assert not warmed.may_warm_plots  # asked once: the workers stop looking
+        warmed.warm_plots()
         later = _connect(warmed, "module", LOADED_AT_START + PLOTTING_MODULE
                          + "import seaborn as sns\n\ndef heatmap(values):\n"
                            "    sns.heatmap(values, annot=True)\n    plt.show()\n")

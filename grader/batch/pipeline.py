@@ -88,7 +88,7 @@ class Grading:
         started, cpu_started = time.monotonic(), time.process_time()
         assignment, config = self.assignment, self.config
         loaded = read_submission(sub)
-        if _plots(loaded.request):
+        if self.sandbox.may_warm_plots and _plots(loaded.request):
             self.sandbox.warm_plots()  # for the children after this one (see `Sandbox.warm_plots`)
         connection = _connect(self.sandbox, loaded, assignment, sub)
         try:

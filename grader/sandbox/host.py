@@ -270,12 +270,18 @@ class Sandbox:
         _checked_hello(hello, child.kill)
         return child
 
+    @property
+    def may_warm_plots(self) -> bool:
+        """Whether `warm_plots` would still ask the zygote anything (so a caller need not
+        look for plotting imports once it has)."""
+        return bool(self.warm_imports) and not self._warm_asked
+
     def warm_plots(self) -> None:
         """A submission that plots is being graded: have the zygote import the plotting
         libraries it was started with (`warm_imports`), so the children forked after its
         answer do not each pay for them. Asked once per sandbox; a zygote started without
         them answers that there is nothing to do."""
-        if self._warm_asked or not self.warm_imports:
+        if not self.may_warm_plots:
             return
         self._warm_asked = True
         reply = self._control_call(frames.pack(protocol.Warm().to_doc()), [])
