@@ -20,8 +20,8 @@ LIST_ITEMS = re.compile(r"[,;/\n]+")
 """What separates the items of a list of terms ("mask, seq_len; eval/dtype")."""
 COMPARATIVE = re.compile(r"(?<=\w )hon(?=\s*(?:[,;/\n]|\Z))")
 """"hơn" closing a listed term: "nhanh hơn" is one term (faster), not a sentence."""
-JOINS = re.compile(r"và|va|với|voi|and|or|hoặc|hoac")
-"""A word that joins two terms into one listed term ("SRAM với HBM")."""
+JOINS = re.compile(r"va|voi|and|or|hoac")
+"""A word that joins two terms into one listed term ("SRAM với HBM"), as the folded text has it."""
 HEADING = re.compile(r"(?<![^\W\d_])\W*(?:y chinh|tom lai|tl;? ?dr|summary|in short|key ?points?|keywords?"
                      r"|(?:cac )?tu khoa|point \d+|y \d+)\s*[:\-]\s*")
 """A heading inside a structured answer ("Ý chính:", "Tóm lại:", "TL;DR:", "Point 2 -"): it
