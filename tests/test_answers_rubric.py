@@ -497,11 +497,19 @@ def test_a_claim_reported_or_retracted_is_a_hedge(text: str) -> None:
 
 
 @pytest.mark.parametrize("text", ['Cats chase mice ("dinner?"), and dogs guard the house (who is there?).',
-                                  "Cats chase mice and dogs guard the house, nhưng thực tế chó ngủ cả ngày."])
-def test_a_quoted_question_or_in_reality_is_no_hedge(text: str) -> None:
-    """A question mark in quotes or brackets is an example; "in reality" goes on with the claim."""
+                                  "Cats chase mice and dogs guard the house, nhưng thực tế chó ngủ cả ngày.",
+                                  "What do cats do? Cats chase mice. And dogs? Dogs guard the house."])
+def test_a_quoted_rhetorical_question_or_in_reality_is_no_hedge(text: str) -> None:
+    """A question mark in quotes or brackets is an example, a question answered in the next
+    breath is rhetorical; "in reality" goes on with the claim."""
     assert _grade(text).reasons == (), _grade(text)
-    assert any("hedges" in r for r in _grade("Cats chase mice and dogs guard the house?").reasons)
+
+
+@pytest.mark.parametrize("text", ["Cats chase mice and dogs guard the house?",
+                                  "Cats chase mice, dogs guard the house, đúng không ạ? Chó nhà em thì vậy.",
+                                  "Cats chase mice and dogs guard the house, right? At least in my flat."])
+def test_a_question_that_ends_the_answer_or_asks_the_reader_is_a_hedge(text: str) -> None:
+    assert any("hedges" in r for r in _grade(text).reasons), _grade(text)
 
 
 def test_a_wording_that_names_its_subject_is_said_of_it() -> None:

@@ -125,9 +125,15 @@ def turns(t: Text) -> bool:
     return any(not t.accented or _as_written(t.original, m, _TURN_ACCENTED) for m in TURN.finditer(t.folded))
 
 
+DOUBT = re.compile(r"\?[\s\"')\]]*$|\b(?:dung|phai) (?:khong|ko|k)(?: a)?\s*\?|\b(?:right|is it|isn't it)\s*\?")
+"""A question of the student's own that asks: one that ends the answer ("... cho đủ độ dài?"),
+or that asks the reader ("đúng không ạ?", "right?"). A question answered in the next breath
+("Vì sao chia sqrt? Vì score ...") is rhetorical."""
+
+
 def hedged(folded: str) -> bool:
-    """Whether the answer hedges: a hedge word (`HEDGE`) or a question mark of its own."""
-    return bool(HEDGE.search(folded)) or "?" in QUOTED.sub("", folded)
+    """Whether the answer hedges: a hedge word (`HEDGE`) or a question of its own (`DOUBT`)."""
+    return bool(HEDGE.search(folded)) or bool(DOUBT.search(QUOTED.sub("", folded).strip()))
 
 
 ANALOGY = _word_list(ANALOGIES)
