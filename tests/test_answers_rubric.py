@@ -581,6 +581,14 @@ def test_a_word_joining_two_words_of_a_listed_term_is_part_of_it() -> None:
     assert listing.bare_items(read("tiling, SRAM HBM với, kernel fusion"), []) is None  # not between two words
 
 
+def test_points_met_in_a_list_the_student_labels_as_key_words_go_to_a_person() -> None:
+    """"Scenario: ... Keywords: mask, seq_len, eval": the list sits inside sentences, so it is not
+    a list of key words as a whole, but its own label says it names terms."""
+    grade = _grade("We watched the yard all day. Keywords: cats chase mice, dogs guard the house, yard.")
+    assert grade.score > 0 and any("bare terms" in r for r in grade.reasons), grade
+    assert _grade("Cats chase mice, dogs guard the house.").reasons == ()
+
+
 def test_headings_inside_a_structured_list_are_not_its_terms() -> None:
     """"Ý chính:" / "Tóm lại:" structure a bulleted list of key words; they are not terms
     (nor sentences), so the list still reads as one."""

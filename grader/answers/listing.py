@@ -31,6 +31,15 @@ LIST_LABEL = re.compile(r"^\W*\w+(?:[-\s]+\w+){0,2}\s*:(?!\S)")
 one of its items."""
 
 
+KEY_WORDS_LABEL = re.compile(r"(?<![^\W\d_])(?:key ?words?|(?:cac )?tu khoa)\s*:")
+"""A student's own label on a list of key words ("Keywords: mask, seq_len, eval"), anywhere in
+the answer: what follows it names terms rather than says anything of them."""
+
+
+def labels_key_words(t: Text) -> bool:
+    return bool(KEY_WORDS_LABEL.search(t.folded))
+
+
 def bare_items(t: Text, matched: Sequence[Span]) -> list[list[str]] | None:
     """The answer's comma-separated items (their words), or None where it has a function word
     outside the matched wordings: a sentence, not a list of terms."""

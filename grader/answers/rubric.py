@@ -73,7 +73,7 @@ from grader.answers.binding import (
     search,
     subject_mentions,
 )
-from grader.answers.listing import bare_items, bare_terms, keyword_list, terse_claim
+from grader.answers.listing import bare_items, bare_terms, keyword_list, labels_key_words, terse_claim
 from grader.answers.negation import negations
 from grader.answers.text import (
     ALTERNATIVE,
@@ -234,8 +234,8 @@ def grade_text(text: str, entry: Mapping[str, Any], points: float, prompt: str =
         reasons.add("keywords")  # "RNN tuần tự, attention song song": short claims, not terms
     if score > _EPS and hedged(t.folded):
         reasons.add("hedge")
-    if score > _EPS and asks_for_a_list and bare_terms(items):
-        reasons.add("terms")  # "masks, seq_len, eval, dtype": named, but nothing said of them
+    if score > _EPS and (asks_for_a_list and bare_terms(items) or labels_key_words(t)):
+        reasons.add("terms")  # "masks, seq_len, eval, dtype", "Keywords: ...": named, nothing said of them
     refuted = all(evidence[n].opposite and not (evidence[n].said or evidence[n].unbound or evidence[n].negated)
                   for n in missed)  # each point missed is contradicted ("the Key is what the token is looking for")
     if score < points - _EPS and not listing and not refuted and (words >= LONG_WORDS or ANALOGY.search(t.folded)
