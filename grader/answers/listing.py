@@ -22,8 +22,10 @@ COMPARATIVE = re.compile(r"(?<=\w )hon(?=\s*(?:[,;/\n]|\Z))")
 """"hơn" closing a listed term: "nhanh hơn" is one term (faster), not a sentence."""
 JOINS = re.compile(r"va|voi|and|or|hoac")
 """A word that joins two terms into one listed term ("SRAM với HBM"), as the folded text has it."""
-HEADING = re.compile(r"(?<![^\W\d_])\W*(?:y chinh|tom lai|tl;? ?dr|summary|in short|key ?points?|keywords?"
-                     r"|(?:cac )?tu khoa|point \d+|y \d+)\s*[:\-]\s*")
+KEY_WORDS = r"key ?words?|(?:cac )?tu khoa"
+"""What a student calls a list of key words ("Keywords:", "Các từ khóa:"), as the folded text has it."""
+HEADING = re.compile(r"(?<![^\W\d_])\W*(?:y chinh|tom lai|tl;? ?dr|summary|in short|key ?points?|"
+                     + KEY_WORDS + r"|point \d+|y \d+)\s*[:\-]\s*")
 """A heading inside a structured answer ("Ý chính:", "Tóm lại:", "TL;DR:", "Point 2 -"): it
 structures a list, it is not one of its terms."""
 LIST_LABEL = re.compile(r"^\W*\w+(?:[-\s]+\w+){0,2}\s*:(?!\S)")
@@ -31,7 +33,7 @@ LIST_LABEL = re.compile(r"^\W*\w+(?:[-\s]+\w+){0,2}\s*:(?!\S)")
 one of its items."""
 
 
-KEY_WORDS_LABEL = re.compile(r"(?<![^\W\d_])(?:key ?words?|(?:cac )?tu khoa)\s*:")
+KEY_WORDS_LABEL = re.compile(r"(?<![^\W\d_])(?:" + KEY_WORDS + r")\s*:")
 """A student's own label on a list of key words ("Keywords: mask, seq_len, eval"), anywhere in
 the answer: what follows it names terms rather than says anything of them."""
 
@@ -45,11 +47,12 @@ def bare_items(t: Text, matched: Sequence[Span]) -> list[list[str]] | None:
     outside the matched wordings: a sentence, not a list of terms."""
     after = label.end() if (label := LIST_LABEL.match(t.folded)) else 0  # "keywords: mask, eval"
     bounds = [after, *(x for m in LIST_ITEMS.finditer(t.folded, after) for x in m.span()), len(t.folded)]
-    spans = [_after_heading(t, a, b) for a, b in zip(bounds[::2], bounds[1::2]) if WORD.search(t.folded, a, b)]
-    spans = [(a, b) for a, b in spans if WORD.search(t.folded, a, b)]
+    spans = [s for s in (_after_heading(t, a, b) for a, b in zip(bounds[::2], bounds[1::2]))
+             if WORD.search(t.folded, *s)]
+    headings = [m.span() for m in HEADING.finditer(t.folded, after)]
     if any(not any(a <= w.start() and w.end() <= b for a, b in matched) and not COMPARATIVE.match(t.folded, w.start())
-           and not (len(spans) >= 3 and _inside_a_short_term(t, w, spans)) and not _in_a_heading(t, w.start(), after)
-           for w in function_words(t, after)):
+           and not (len(spans) >= 3 and _inside_a_short_term(t, w, spans))
+           and not any(a <= w.start() < b for a, b in headings) for w in function_words(t, after)):
         return None
     return [ITEM_WORD.findall(t.original[a:b].lower()) for a, b in spans]
 
@@ -58,10 +61,6 @@ def _after_heading(t: Text, a: int, b: int) -> Span:
     """An item without the heading that opens its line ("Tóm lại: multi-head attention")."""
     m = HEADING.match(t.folded, a, b)
     return (m.end(), b) if m else (a, b)
-
-
-def _in_a_heading(t: Text, at: int, start: int) -> bool:
-    return any(m.start() <= at < m.end() for m in HEADING.finditer(t.folded, start))
 
 
 def _inside_a_short_term(t: Text, w: re.Match[str], spans: Sequence[Span]) -> bool:
