@@ -12,6 +12,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from functools import cache
 
 from grader.answers.values import SUPERSCRIPTS, strip_accents
 
@@ -235,10 +236,21 @@ def read(text: str) -> Text:
     text = unicodedata.normalize("NFC", STRUCK.sub(" ", text).translate(SUPERSCRIPTS)).replace("≠", "!=").replace(
         "\u2212", "-")
     original = re.sub(r"[^\S\n]+", " ", text)
-    folded = "".join((strip_accents(c) or " ")[:1].lower() for c in original)
-    marked = code_marks(canon_tones("".join((c.lower() or " ")[:1] for c in original)))
+    folded = "".join(map(_fold_char, original))
+    marked = code_marks(canon_tones("".join(map(_lower_char, original))))
     accented = _written_with_marks(original)
     return Text(folded, original, tuple(_clauses(folded, original, accented)), marked, accented)
+
+
+@cache
+def _fold_char(c: str) -> str:
+    """One character folded to exactly one ("Ư" -> "u", "ß" -> "s"), so offsets stay those of the original."""
+    return (strip_accents(c) or " ")[:1].lower()
+
+
+@cache
+def _lower_char(c: str) -> str:
+    return (c.lower() or " ")[:1]
 
 
 ALWAYS_MARKED = frozenset(
