@@ -11,7 +11,7 @@ import pytest
 from grader.answers import listing
 from grader.answers.patterns import check_rubric, compile_key, reading, term
 from grader.answers.rubric import grade_text
-from grader.answers.text import FORMS, code_marks, read
+from grader.answers.text import FORMS, code_marks, hedged, read
 
 PETS = {"rubric": [
     {"points": 0.5, "concept": "cats chase mice",
@@ -188,6 +188,23 @@ def test_a_question_that_asks_to_name_items_accepts_a_list() -> None:
 def test_a_hedged_answer_that_earns_points_is_flagged(text: str) -> None:
     grade = _grade(text)
     assert grade.score > 0 and grade.reasons
+
+
+@pytest.mark.parametrize("text", ["Cats guard the house and dogs chase mice, wait, no: cats chase mice, dogs guard the house.",
+                                  "Cats chase mice, dogs chase mice too, I mean dogs guard the house.",
+                                  "Chó đuổi chuột, à nhầm, con mèo mới là con đuổi chuột còn chó thì canh giữ nhà.",
+                                  "Meo duoi chuot, cho canh nha, a khong, y em la cho canh giu nha."])
+def test_an_answer_that_corrects_itself_goes_to_a_person(text: str) -> None:
+    """How far back "wait, no" or "à nhầm" reaches (a word, a clause, the whole answer) is the
+    reader's call: the answer may be right before or after it, so a person decides."""
+    grade = _grade(text)
+    assert grade.score > 0 and any("corrects itself" in r for r in grade.reasons), grade
+
+
+def test_a_folded_word_that_reads_like_a_correction_is_none() -> None:
+    """"à không," keeps its comma: "token A không ..." folds to the same letters."""
+    assert hedged(read("Chó canh nhà, à không, mèo canh nhà.").folded)
+    assert not hedged(read("Weight cao ở token A không chứng minh A là nguyên nhân.").folded)
 
 
 def test_forgetting_said_of_something_else_is_no_hedge() -> None:
@@ -587,6 +604,18 @@ def test_points_met_in_a_list_the_student_labels_as_key_words_go_to_a_person() -
     grade = _grade("We watched the yard all day. Keywords: cats chase mice, dogs guard the house, yard.")
     assert grade.score > 0 and any("bare terms" in r for r in grade.reasons), grade
     assert _grade("Cats chase mice, dogs guard the house.").reasons == ()
+
+
+def test_a_list_of_terms_with_one_thin_clause_after_it_goes_to_a_person() -> None:
+    """"Memory, HBM, tiling, throughput, GPU, kernel; không có thì chậm": the last item is a
+    clause, so the answer is not a list of terms as a whole, but the points it earns come from
+    bare terms."""
+    text = "cats chase mice, dogs guard, yard, house, fence; otherwise it is chaos"
+    assert listing.bare_items(read(text), []) is None  # a sentence as a whole
+    assert listing.mostly_terms(read(text), [])
+    grade = _grade(text)
+    assert grade.score > 0 and any("bare terms" in r for r in grade.reasons), grade
+    assert not listing.mostly_terms(read("Cats chase mice, they are fast, dogs guard the house, yard, fence."), [])
 
 
 def test_headings_inside_a_structured_list_are_not_its_terms() -> None:

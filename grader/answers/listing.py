@@ -92,6 +92,19 @@ def keyword_list(t: Text, items: list[list[str]] | None, asks_for_a_list: bool, 
             and points_touched >= 2)
 
 
+def mostly_terms(t: Text, matched: Sequence[Span]) -> bool:
+    """Four or more bare terms (at most three words, no function word outside `matched`) with at
+    most one item that is a clause: key words with a thin sentence after them ("Memory, HBM,
+    tiling, throughput, GPU, kernel; không có thì chậm"), not a claim made of each."""
+    bounds = [0, *(x for m in LIST_ITEMS.finditer(t.folded) for x in m.span()), len(t.folded)]
+    spans = [(a, b) for a, b in zip(bounds[::2], bounds[1::2]) if WORD.search(t.folded, a, b)]
+    if len(spans) < 5:
+        return False
+    loose = [w.start() for w in function_words(t) if not any(a <= w.start() and w.end() <= b for a, b in matched)]
+    bare = [(a, b) for a, b in spans if len(WORD.findall(t.folded, a, b)) <= 3 and not any(a <= w < b for w in loose)]
+    return len(bare) >= 4 and len(bare) >= len(spans) - 1
+
+
 def bare_terms(items: list[list[str]] | None) -> bool:
     """Three or more terms of a word or two each ("mask tests, seq_len cap, eval"). Vietnamese
     writes a word in one or two syllables, so three syllables that all carry its marks are

@@ -73,7 +73,7 @@ from grader.answers.binding import (
     search,
     subject_mentions,
 )
-from grader.answers.listing import bare_items, bare_terms, keyword_list, labels_key_words, terse_claim
+from grader.answers.listing import bare_items, bare_terms, keyword_list, labels_key_words, mostly_terms, terse_claim
 from grader.answers.negation import negations
 from grader.answers.text import (
     ALTERNATIVE,
@@ -106,7 +106,7 @@ REASONS = {
     "keywords": "it reads as key words strung together (scored 0), but a term in it names a subject and its point",
     "terms": "it names bare terms, a word or two each, without saying what they are for",
     "hedge": "it earns points but hedges (\"maybe\", \"chắc là\", a question mark, \"some say ..., but\")"
-             " or says a part is forgotten",
+             " or says a part is forgotten, or corrects itself (\"I mean\", \"à nhầm\")",
     "paraphrase": "a long answer, or one that argues by analogy or a picture, that the patterns do not give full marks",
     "short": "very short for full marks", "long": "unusually long",
 }
@@ -234,7 +234,8 @@ def grade_text(text: str, entry: Mapping[str, Any], points: float, prompt: str =
         reasons.add("keywords")  # "RNN tuần tự, attention song song": short claims, not terms
     if score > _EPS and hedged(t.folded):
         reasons.add("hedge")
-    if score > _EPS and (asks_for_a_list and bare_terms(items) or labels_key_words(t)):
+    if score > _EPS and (asks_for_a_list and bare_terms(items) or labels_key_words(t) or not asks_for_a_list and
+                         items is None and mostly_terms(t, [(c.start, c.end) for c in claims])):
         reasons.add("terms")  # "masks, seq_len, eval, dtype", "Keywords: ...": named, nothing said of them
     refuted = all(evidence[n].opposite and not (evidence[n].said or evidence[n].unbound or evidence[n].negated)
                   for n in missed)  # each point missed is contradicted ("the Key is what the token is looking for")

@@ -104,9 +104,14 @@ def _accented(words: Iterable[str]) -> dict[str, str]:
 
 
 _CLAUSE_ACCENTED = _accented(CLAUSE_WORDS)
-RETRACTIONS = ("but actually", "but in fact", "nhưng thật ra", "nhưng thực ra")
-"""An answer that turns on what it said before ("..., but actually those do not matter"); not "but in
-reality", "nhưng thực tế" ("loss đẹp nhưng thực tế dở": the claim itself)."""
+RETRACTIONS = ("but actually", "but in fact", "nhưng thật ra", "nhưng thực ra",
+               # a slip corrected in the same breath: how far back it reaches is the reader's call
+               "i mean", "i meant", "wait no", "wait, no", "no wait", "no, wait", "scratch that", "oops", "my bad",
+               "that's backwards", "thats backwards", "actually no", "actually, no", "à nhầm", "à không,", "à không ý",
+               "ý em là", "ý mình là", "ý tôi là", "nhầm rồi", "nói nhầm", "viết nhầm", "em nhầm", "mình nhầm")
+"""An answer that turns on what it said before ("..., but actually those do not matter", "causal
+blocks PAD, wait, no, ..."); not "but in reality", "nhưng thực tế" ("loss đẹp nhưng thực tế dở":
+the claim itself). Matched folded, hence "à không," with its comma: "token A không chứng minh"."""
 HEDGE = re.compile(r"(?<!chua )(?:" + _word_list(HEDGES + RETRACTIONS).pattern + r")|"
                    + _word_list(REPORTERS).pattern + ".*?" + _word_list(CONTRASTS).pattern, re.S)
 """A hedge, not after "chưa": "chưa chắc là nguyên nhân" is "not necessarily the cause", a claim;
