@@ -616,6 +616,8 @@ def test_a_list_of_terms_with_one_thin_clause_after_it_goes_to_a_person() -> Non
     grade = _grade(text)
     assert grade.score > 0 and any("bare terms" in r for r in grade.reasons), grade
     assert not listing.mostly_terms(read("Cats chase mice, they are fast, dogs guard the house, yard, fence."), [])
+    assert listing.mostly_terms(read("It is about cats, mice, dogs, yard, fence, barn. In short it is a farm."), [])
+    assert not listing.mostly_terms(read("The mask is per row, e.g. [True, True, False, False], so PAD gets no weight."), [])
 
 
 def test_headings_inside_a_structured_list_are_not_its_terms() -> None:

@@ -93,16 +93,26 @@ def keyword_list(t: Text, items: list[list[str]] | None, asks_for_a_list: bool, 
 
 
 def mostly_terms(t: Text, matched: Sequence[Span]) -> bool:
-    """Four or more bare terms (at most three words, no function word outside `matched`) with at
-    most one item that is a clause: key words with a thin sentence after them ("Memory, HBM,
-    tiling, throughput, GPU, kernel; không có thì chậm"), not a claim made of each."""
-    bounds = [0, *(x for m in LIST_ITEMS.finditer(t.folded) for x in m.span()), len(t.folded)]
+    """Four or more bare terms in a row (at most three words, no function word outside `matched`)
+    with at most a clause before and one after them: key words between thin sentences ("Memory,
+    HBM, tiling, throughput, GPU, kernel; không có thì chậm", "liên quan tới HBM, SRAM, tiling,
+    kernel, throughput. Nói chung là tối ưu"), not a claim made of each."""
+    # a bracketed list ("[True, False]") is one item
+    cuts = [m.span() for m in LIST_ITEMS.finditer(t.folded) if _depth(t.folded, m.start()) == 0]
+    bounds = [0, *(x for span in cuts for x in span), len(t.folded)]
     spans = [(a, b) for a, b in zip(bounds[::2], bounds[1::2]) if WORD.search(t.folded, a, b)]
-    if len(spans) < 5:
-        return False
     loose = [w.start() for w in function_words(t) if not any(a <= w.start() and w.end() <= b for a, b in matched)]
-    bare = [(a, b) for a, b in spans if len(WORD.findall(t.folded, a, b)) <= 3 and not any(a <= w < b for w in loose)]
-    return len(bare) >= 4 and len(bare) >= len(spans) - 1
+    bare = [len(WORD.findall(t.folded, a, b)) <= 3 and not any(a <= w < b for w in loose) for a, b in spans]
+    inner = bare[1:-1] if len(bare) > 2 else []
+    return len(spans) >= 5 and all(inner) and sum(bare) >= 4
+
+
+def _depth(text: str, i: int) -> int:
+    """How many brackets are open at position `i`."""
+    depth = 0
+    for char in text[:i]:
+        depth = depth + 1 if char in "([{" else max(0, depth - 1) if char in ")]}" else depth
+    return depth
 
 
 def bare_terms(items: list[list[str]] | None) -> bool:
