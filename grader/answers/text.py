@@ -12,7 +12,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from functools import cache
+from functools import lru_cache
 
 from grader.answers.values import SUPERSCRIPTS, strip_accents
 
@@ -247,13 +247,13 @@ def read(text: str) -> Text:
     return Text(folded, original, tuple(_clauses(folded, original, accented)), marked, accented)
 
 
-@cache
+@lru_cache(maxsize=8192)  # bounded: an answer may hold any of Unicode's characters
 def _fold_char(c: str) -> str:
     """One character folded to exactly one ("Ư" -> "u", "ß" -> "s"), so offsets stay those of the original."""
     return (strip_accents(c) or " ")[:1].lower()
 
 
-@cache
+@lru_cache(maxsize=8192)
 def _lower_char(c: str) -> str:
     return (c.lower() or " ")[:1]
 
