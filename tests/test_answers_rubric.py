@@ -620,6 +620,14 @@ def test_a_list_of_terms_with_one_thin_clause_after_it_goes_to_a_person() -> Non
     assert not listing.mostly_terms(read("The mask is per row, e.g. [True, True, False, False], so PAD gets no weight."), [])
 
 
+def test_khong_gian_in_a_listed_term_is_a_noun_not_a_negation() -> None:
+    """"không gian con" is a subspace: the list "nhiều head, concat, không gian con, W_o" is key
+    words, not a sentence that denies something."""
+    assert listing.bare_items(read("nhiều head, concat, không gian con, W_o"), []) == [
+        ["nhiều", "head"], ["concat"], ["không", "gian", "con"], ["w_o"]]
+    assert listing.bare_items(read("nhiều head, không concat, W_o"), []) is None  # "không concat" denies
+
+
 def test_headings_inside_a_structured_list_are_not_its_terms() -> None:
     """"Ý chính:" / "Tóm lại:" structure a bulleted list of key words; they are not terms
     (nor sentences), so the list still reads as one."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from grader.answers.text import NEGATION, NEGATION_FORMS, NEGATION_SUFFIX, WORD, Text
+from grader.answers.text import NEGATION, NEGATION_FORMS, NEGATION_SUFFIX, SPACE_AFTER, WORD, Text
 
 
 def negations(t: Text) -> list[tuple[int, int]]:
@@ -37,8 +37,6 @@ QUERY_BEFORE = re.compile(r"\bq\s*(?:,|&|/|\bva\b|\band\b)?\s*\Z")
 """Right before a lone "k": "q và k", "q, k" name the Key, not "không"."""
 CORRECTION_BEFORE = re.compile(r"(?<!\w)[àÀ]\s+\Z")
 """Right before "không": "à không, ý là ..." corrects what was said ("oh no, I mean")."""
-SPACE_AFTER = re.compile(r"\s+gian\b")
-"""After "không": "không gian" is a space ("không gian con", a subspace), not a negation."""
 UNLIKE_AFTER = re.compile(r"\s+giong\s+(?:nhu\s+|voi\s+)?(?!nhau\b|het\b|y\b)\w")
 """After "không": "không giống (như) X" is "unlike X"; what follows is said of X, not denied
 ("không giống nhau", not the same, still denies)."""

@@ -356,12 +356,18 @@ def _between_digits(text: str, i: int) -> bool:
     return text[i] == "," and 0 < i < len(text) - 1 and text[i - 1].isdigit() and text[i + 1].isdigit()
 
 
+SPACE_AFTER = re.compile(r"\s+gian\b")
+"""After "không": "không gian" is a space ("không gian con", a subspace), not a negation."""
+
+
 def function_words(t: Text, start: int = 0) -> Iterator[re.Match[str]]:
     """The function words of an answer from `start`. In one written with diacritics, only as
     written: there "ổn" is not "on", "số" not "so", and "ma trận" holds no "mà". A capital "K"
-    is the Key, not "k" for "không"."""
+    is the Key, not "k" for "không"; "không gian" is a noun (a space)."""
     for m in FUNCTION_WORD.finditer(t.folded, start):
         if m.group() == "k" and t.original[m.start()] == "K":
+            continue
+        if m.group() == "khong" and SPACE_AFTER.match(t.folded, m.end()):
             continue
         if not t.accented or t.original[m.start():m.end()].lower() in _FUNCTION_FORMS.get(m.group(), ()):
             yield m
