@@ -96,11 +96,15 @@ def test_agreeing_labels_validate_and_broken_entries_are_named(tmp_path: Path):
     done = run_grader("validate", str(_copy(tmp_path, good)), "--answers-only", timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "attention: valid" in done.stdout
-    broken = good + [_case(3, "quiz.q7", "tune", "full", "16"), _case(4, "quiz.q6", "tune", "partial", "x")]
+    broken = good + [_case(3, "quiz.q7", "tune", "full", "16"), _case(4, "quiz.q6", "tune", "partial", "x"),
+                     _case(5, "quiz.q6", "blind9999", "zero", "x")]
     done = run_grader("validate", str(_copy(tmp_path / "b", broken)), "--answers-only", timeout=300)
     assert done.returncode == 1
     assert "labelled_answers.yaml[2] (t3): `question` must be a written (text) question" in done.stdout
     assert "labelled_answers.yaml[3] (t4): a `partial` answer needs `points`" in done.stdout
+    # the splits are named in short (there are some two hundred), the last one included
+    assert re.search(r"\(t5\): `split` must be one of tune, heldout, fresh, blind, blind2 \.\.\. blind\d+, not 'blind9999'\n",
+                     done.stdout), done.stdout
 
 
 def test_the_kit_leaves_the_labelled_answers_out(tmp_path: Path):

@@ -28,10 +28,10 @@ from grader.answers.grade import score_questions
 from grader.assignment import Question
 
 AGREE_WITHIN = 0.1
-SPLITS = ("tune", "heldout", "fresh", "blind", *(f"blind{n}" for n in range(2, 194)))
+SPLITS = ("tune", "heldout", "fresh", "blind", *(f"blind{n}" for n in range(2, 195)))
 """`tune`: what the key was tuned on; `heldout`: kept apart when it was written;
 `fresh`: written later, by a labeller who saw neither the key nor the other answers;
-`blind`, `blind2` ... `blind193`: each written after the key was last tuned, by a labeller who
+`blind`, `blind2` ... `blind194`: each written after the key was last tuned, by a labeller who
 saw neither it nor the other sets, and measured once before anything was changed knowing it
 (the first figures are in its file's header); after that, it is no longer blind."""
 LABELS = ("full", "partial", "zero")
@@ -95,6 +95,11 @@ def load_labelled(path: Path, questions: Sequence[Question]) -> tuple[list[Label
     return cases, problems
 
 
+def _choices(allowed: Sequence[str]) -> str:
+    """The allowed values, short enough to read: "tune, heldout, fresh, blind, blind2 ... blind194"."""
+    return ", ".join(allowed) if len(allowed) <= 8 else f"{', '.join(allowed[:5])} ... {allowed[-1]}"
+
+
 def _entry_problem(e: Any, text_questions: set[str]) -> str:
     if not isinstance(e, dict):
         return "expected a mapping {id, question, split, lang, label, answer}"
@@ -102,7 +107,7 @@ def _entry_problem(e: Any, text_questions: set[str]) -> str:
         return f"`question` must be a written (text) question of the assignment, not {e.get('question')!r}"
     for key, allowed in (("split", SPLITS), ("label", LABELS), ("lang", LANGS)):
         if e.get(key) not in allowed:
-            return f"`{key}` must be one of {', '.join(allowed)}, not {e.get(key)!r}"
+            return f"`{key}` must be one of {_choices(allowed)}, not {e.get(key)!r}"
     points = e.get("points")
     if e["label"] == "partial" and (isinstance(points, bool) or not isinstance(points, (int, float))
                                     or not 0 < points < 1):
