@@ -7,6 +7,7 @@ matched (a function word inside a matched wording, "tuan tu", is part of a term)
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Sequence
 
 from grader.answers.text import NEGATION, WORD, Text, function_words
@@ -96,23 +97,39 @@ def mostly_terms(t: Text, matched: Sequence[Span]) -> bool:
     """Four or more bare terms in a row (at most three words, no function word outside `matched`)
     with at most a clause before and one after them: key words between thin sentences ("Memory,
     HBM, tiling, throughput, GPU, kernel; không có thì chậm", "liên quan tới HBM, SRAM, tiling,
-    kernel, throughput. Nói chung là tối ưu"), not a claim made of each."""
-    # a bracketed list ("[True, False]") is one item
-    cuts = [m.span() for m in LIST_ITEMS.finditer(t.folded) if _depth(t.folded, m.start()) == 0]
+    kernel, throughput. Nói chung là tối ưu"), not a claim made of each. Linear in the answer's
+    length: an answer may be 256 KB of commas."""
+    depth = _depths(t.folded)  # a bracketed list ("[True, False]") is one item
+    cuts = [m.span() for m in LIST_ITEMS.finditer(t.folded) if depth[m.start()] == 0]
     bounds = [0, *(x for span in cuts for x in span), len(t.folded)]
     spans = [(a, b) for a, b in zip(bounds[::2], bounds[1::2]) if WORD.search(t.folded, a, b)]
-    loose = [w.start() for w in function_words(t) if not any(a <= w.start() and w.end() <= b for a, b in matched)]
-    bare = [len(WORD.findall(t.folded, a, b)) <= 3 and not any(a <= w < b for w in loose) for a, b in spans]
-    inner = bare[1:-1] if len(bare) > 2 else []
-    return len(spans) >= 5 and all(inner) and sum(bare) >= 4
+    if len(spans) < 5:
+        return False
+    loose = _outside(list(function_words(t)), matched)
+    bare = [len(WORD.findall(t.folded, a, b)) <= 3 and bisect_left(loose, a) == bisect_left(loose, b)
+            for a, b in spans]
+    return all(bare[1:-1]) and sum(bare) >= 4
 
 
-def _depth(text: str, i: int) -> int:
-    """How many brackets are open at position `i`."""
-    depth = 0
-    for char in text[:i]:
+def _depths(text: str) -> list[int]:
+    """How many brackets are open at each position of `text`."""
+    out, depth = [], 0
+    for char in text:
+        out.append(depth)
         depth = depth + 1 if char in "([{" else max(0, depth - 1) if char in ")]}" else depth
-    return depth
+    return out
+
+
+def _outside(words: list[re.Match[str]], spans: Sequence[Span]) -> list[int]:
+    """The starts of the words (in order) that lie inside none of `spans`."""
+    ordered, reach, k, out = sorted(spans), -1, 0, []
+    for w in words:
+        while k < len(ordered) and ordered[k][0] <= w.start():
+            reach = max(reach, ordered[k][1])
+            k += 1
+        if reach < w.end():
+            out.append(w.start())
+    return out
 
 
 def bare_terms(items: list[list[str]] | None) -> bool:
