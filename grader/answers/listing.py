@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from grader.answers.text import NEGATION, WORD, Text, function_words
 from grader.answers.values import strip_accents
@@ -51,9 +51,8 @@ def bare_items(t: Text, matched: Sequence[Span]) -> list[list[str]] | None:
     spans = [s for s in (_after_heading(t, a, b) for a, b in zip(bounds[::2], bounds[1::2]))
              if WORD.search(t.folded, *s)]
     headings = [m.span() for m in HEADING.finditer(t.folded, after)]
-    if any(not any(a <= w.start() and w.end() <= b for a, b in matched) and not COMPARATIVE.match(t.folded, w.start())
-           and not (len(spans) >= 3 and _inside_a_short_term(t, w, spans))
-           and not any(a <= w.start() < b for a, b in headings) for w in function_words(t, after)):
+    if any(not COMPARATIVE.match(t.folded, w.start()) and not (len(spans) >= 3 and _inside_a_short_term(t, w, spans))
+           and not any(a <= w.start() < b for a, b in headings) for w in _outside(function_words(t, after), matched)):
         return None
     return [ITEM_WORD.findall(t.original[a:b].lower()) for a, b in spans]
 
@@ -105,7 +104,7 @@ def mostly_terms(t: Text, matched: Sequence[Span]) -> bool:
     spans = [(a, b) for a, b in zip(bounds[::2], bounds[1::2]) if WORD.search(t.folded, a, b)]
     if len(spans) < 5:
         return False
-    loose = _outside(list(function_words(t)), matched)
+    loose = [w.start() for w in _outside(function_words(t), matched)]
     bare = [len(WORD.findall(t.folded, a, b)) <= 3 and bisect_left(loose, a) == bisect_left(loose, b)
             for a, b in spans]
     return all(bare[1:-1]) and sum(bare) >= 4
@@ -120,15 +119,16 @@ def _depths(text: str) -> list[int]:
     return out
 
 
-def _outside(words: list[re.Match[str]], spans: Sequence[Span]) -> list[int]:
-    """The starts of the words (in order) that lie inside none of `spans`."""
+def _outside(words: Iterable[re.Match[str]], spans: Sequence[Span]) -> list[re.Match[str]]:
+    """The words (found in order) that lie inside none of `spans`: a function word inside a
+    matched wording ("tuan tu") is part of a term. One sweep, not a search per word."""
     ordered, reach, k, out = sorted(spans), -1, 0, []
     for w in words:
         while k < len(ordered) and ordered[k][0] <= w.start():
             reach = max(reach, ordered[k][1])
             k += 1
         if reach < w.end():
-            out.append(w.start())
+            out.append(w)
     return out
 
 
