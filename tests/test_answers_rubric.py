@@ -179,6 +179,22 @@ def test_a_question_that_asks_to_name_items_accepts_a_list() -> None:
     assert grade_text("cats, dogs, mice", many, 1.0).score == 1.0
 
 
+def test_full_with_gives_full_points_from_that_many_items_and_their_own_below() -> None:
+    seven = {"full_with": 2, "rubric": [{"points": 0.3, "concept": c, "accept": [c]} for c in ("cats", "dogs", "mice")]}
+    check_rubric(seven["rubric"], 1.0, 2)  # items adding up to less than the question: full_with fills it
+    assert grade_text("You need cats and dogs.", seven, 1.0).score == 1.0
+    one = grade_text("You need cats in the house.", seven, 1.0)
+    assert one.score == pytest.approx(0.3) and not one.reasons  # every item it names is read: a sure 0.3
+    for text in ("You need cats, and a big garden.", "Cats and a big garden.", "Cats + a garden"):
+        more = grade_text(text, seven, 1.0)  # an item no pattern reads may be another in other words
+        assert more.score == pytest.approx(0.3) and more.reasons, text
+    for bad in (0, 4, True, "2", 1.5):
+        with pytest.raises(ValueError, match="full_with"):
+            check_rubric(seven["rubric"], 1.0, bad)
+    with pytest.raises(ValueError, match="add up to"):
+        check_rubric(seven["rubric"], 1.0)
+
+
 @pytest.mark.parametrize("text", ["Chắc là cats chase mice and dogs guard the house.",
                                   "I believe cats chase mice and dogs guard the house.",
                                   "Cats chase mice and dogs guard the house; the rest I don't remember.",

@@ -117,11 +117,12 @@ def test_the_kit_leaves_the_labelled_answers_out(tmp_path: Path):
 
 def test_the_by_question_table_counts_silent_disagreements(tmp_path: Path):
     """A score that disagrees with its label without a flag is counted where it happens, also when
-    it is not unsafe: here the key pays a quarter per production condition and the labeller a
-    seventh, so four conditions are full marks for one and 4/7 for the other."""
+    it is not unsafe: here the labeller counts five production conditions where the key reads six
+    (full marks)."""
     labelled = [
         _case(1, "quiz.q10", "tune", "partial", "You need tests for the padding and causal masks, a limit on "
-              "the sequence length, eval() mode so dropout is off, and consistent dtype and device.", points=0.571),
+              "the sequence length, eval() mode so dropout is off, consistent dtype and device, latency "
+              "monitoring and a rollback plan.", points=0.714),
         _case(2, "quiz.q3", "heldout", "full", "The padding mask hides PAD tokens; the causal mask hides future tokens."),
         _case(3, "quiz.q3", "heldout", "zero", "Padding mask chặn token PAD; causal mask chặn token tương lai.", "vi"),
     ]

@@ -285,7 +285,7 @@ def check_key(questions: Sequence[Question], key: Mapping[str, Any] | None) -> l
 
 def _check_entry(q: Question, entry: Mapping[str, Any]) -> None:
     if q.type == "text":
-        check_rubric(entry.get("rubric"), float(q.points))
+        check_rubric(entry.get("rubric"), float(q.points), entry.get("full_with"))
         return
     if "answer" not in entry:
         raise ValueError("no `answer`")

@@ -23,6 +23,8 @@ COMPARATIVE = re.compile(r"(?<=\w )hon(?=\s*(?:[,;/\n]|\Z))")
 """"hơn" closing a listed term: "nhanh hơn" is one term (faster), not a sentence."""
 JOINS = re.compile(r"va|voi|and|or|hoac")
 """A word that joins two terms into one listed term ("SRAM với HBM"), as the folded text has it."""
+ITEM_JOINS = re.compile(r"\b(?:va|voi|and|or|hoac|plus|also|with|cung nhu|as well as)\b|[&+]")
+"""What joins two named items inside a clause ("test mask và giới hạn seq_len", "eval + rollback")."""
 KEY_WORDS = r"key ?words?|(?:cac )?tu khoa"
 """What a student calls a list of key words ("Keywords:", "Các từ khóa:"), as the folded text has it."""
 HEADING = re.compile(r"(?<![^\W\d_])\W*(?:y chinh|tom lai|tl;? ?dr|summary|in short|key ?points?|"
@@ -145,3 +147,16 @@ def terse_claim(t: Text, said_of: Sequence[Span]) -> bool:
     song"): a short claim, not a term. `said_of`: (subject's start, point's end) pairs."""
     bounds = [0, *(m.end() for m in LIST_ITEMS.finditer(t.folded)), len(t.folded)]
     return any(a <= start and end <= b for a, b in zip(bounds, bounds[1:]) for start, end in said_of)
+
+
+def every_item_read(t: Text, read: Sequence[Span], asked: set[str]) -> bool:
+    """Whether each item an answer names (its clauses, cut again where `ITEM_JOINS` joins two) holds
+    a wording in `read`, unless it only repeats the question's words (`asked`): nothing in it is
+    left that could be an item said in other words."""
+    for a, b in t.clauses:
+        cuts = [a, *(x for m in ITEM_JOINS.finditer(t.folded, a, b) for x in m.span()), b]
+        for x, y in zip(cuts[::2], cuts[1::2]):
+            if any(w not in asked for w in WORD.findall(t.folded, x, y)) and not any(
+                    s < y and x < e for s, e in read):
+                return False
+    return True

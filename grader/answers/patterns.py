@@ -3,7 +3,7 @@
     term(pattern) -> re.Pattern   accents removed, whole words, `A ... B` gaps, `{not}`
     reading(pattern, text)        that regex, or its diacritics-aware one, and the text it reads
     compile_key(key)              every pattern of a key compiled once, before forking graders
-    check_rubric(rubric, points)  raises ValueError for a broken rubric
+    check_rubric(rubric, points, full_with)  raises ValueError for a broken rubric
 """
 
 from __future__ import annotations
@@ -153,10 +153,13 @@ def top_level_branches(pattern: str) -> list[str]:
     return [*branches, pattern[start:]]
 
 
-def check_rubric(rubric: Any, points: float) -> None:
-    """Raise ValueError naming what is wrong with a text question's rubric."""
+def check_rubric(rubric: Any, points: float, full_with: Any = None) -> None:
+    """Raise ValueError naming what is wrong with a text question's rubric (and its `full_with`)."""
     if not isinstance(rubric, list) or not rubric:
         raise ValueError("a text question needs a non-empty `rubric` list")
+    if full_with is not None and (isinstance(full_with, bool) or not isinstance(full_with, int)
+                                  or not 1 <= full_with <= len(rubric)):
+        raise ValueError(f"`full_with` must be a whole number of key points, 1 to {len(rubric)}")
     total = 0.0
     for n, item in enumerate(rubric, 1):
         if not isinstance(item, Mapping) or not isinstance(item.get("concept"), str):
@@ -180,5 +183,5 @@ def check_rubric(rubric: Any, points: float) -> None:
                     raise ValueError(f"rubric item {n}: {p!r} is not a valid regular expression "
                                      f"({exc})") from None
         total += value
-    if total < points - _EPS:
+    if full_with is None and total < points - _EPS:
         raise ValueError(f"the rubric's points add up to {total}, less than the question's {points}")

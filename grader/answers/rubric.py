@@ -11,8 +11,9 @@ A rubric is a list of items, one per key point, each with its `points` and `conc
     topic:   [patterns]   words that show the answer talks about the point (optional)
     all:     [patterns]   each must occur somewhere in the answer (optional)
 
-The key's entry may also list `prompts` (the question in other languages), `min_words` and
-`max_words`. The rubric's data knows the lesson; this code and `grader.answers.text` know
+The key's entry may also list `prompts` (the question in other languages), `min_words`,
+`max_words`, and `full_with` (a question that asks to name items: this many key points earn
+the full points, fewer earn their own). The rubric's data knows the lesson; this code and `grader.answers.text` know
 only language. How an answer is read:
 
 1. Folded (lower case, accents dropped) and cut into clauses (`answers_text.read`).
@@ -37,8 +38,8 @@ only language. How an answer is read:
    opposite in a clause opened by "instead of", "thay vì" (`answers_text.ALTERNATIVES`) is set aside,
    not claimed.
 4. An item scores when its point is said and neither its opposite nor a negated point is. The score
-   is the sum, capped at the question's points. An answer that repeats the question, or strings key
-   words together without a sentence, scores 0.
+   is the sum, capped at the question's points (all of them from `full_with` points on). An answer
+   that repeats the question, or strings key words together without a sentence, scores 0.
 
 Patterns are Python regular expressions matched on the folded text; a top-level `|` branch
 that starts (or starts with a group that starts) with a letter or digit matches whole words
@@ -73,7 +74,15 @@ from grader.answers.binding import (
     search,
     subject_mentions,
 )
-from grader.answers.listing import bare_items, bare_terms, keyword_list, labels_key_words, mostly_terms, terse_claim
+from grader.answers.listing import (
+    bare_items,
+    bare_terms,
+    every_item_read,
+    keyword_list,
+    labels_key_words,
+    mostly_terms,
+    terse_claim,
+)
 from grader.answers.negation import negations
 from grader.answers.text import (
     ALTERNATIVE,
@@ -207,7 +216,8 @@ def grade_text(text: str, entry: Mapping[str, Any], points: float, prompt: str =
     for index, clause in swapped:
         if (index, clause) not in own_in_clause:
             evidence[index].opposite = True
-    asks_for_a_list = sum(float(i.get("points", 0)) for i in rubric) > points + _EPS
+    full_with = entry.get("full_with")
+    asks_for_a_list = bool(full_with) or sum(float(i.get("points", 0)) for i in rubric) > points + _EPS
     items = bare_items(t, [(c.start, c.end) for c in claims])
     listing = keyword_list(t, items, asks_for_a_list, len({m.item for m in claims}))
     if _copies_question(t, [prompt, *(entry.get("prompts") or ())]):
@@ -222,12 +232,15 @@ def grade_text(text: str, entry: Mapping[str, Any], points: float, prompt: str =
         if (ev.said or ev.unbound) and ev.opposite:
             reasons.add("conflict")
     score = min(float(points), sum(float(i["points"]) for i, ok in zip(rubric, scored) if ok))
+    if full_with and sum(scored) >= full_with:
+        score = float(points)
     missed = [n for n, ok in enumerate(scored) if not ok]
     if score > _EPS and any(evidence[n].opposite for n in missed):
         reasons.add("mixed")
     words = len(WORD.findall(t.folded))
-    if _EPS < score < points - _EPS and not listing and (asks_for_a_list or not _sure_partial(
-            t, rubric, scored, evidence, claims, spans, found_negations, words, topic_matches)):
+    if _EPS < score < points - _EPS and not listing and not (
+            _every_item_read(t, rubric, scored, claims, asked) if asks_for_a_list else _sure_partial(
+                t, rubric, scored, evidence, claims, spans, found_negations, words, topic_matches)):
         reasons.add("partial")  # where credit is split, a person decides how much
     if listing and terse_claim(t, [(s.start, m.end) for m in claims if m.kind == "accept"
                                    for s in subjects if s.item == m.item and s.start < m.start]):
@@ -284,6 +297,16 @@ def _sure_partial(t: Text, rubric: Sequence[Mapping[str, Any]], scored: Sequence
         return False
     return all(any(s.start <= a and b <= s.end for s in spans) or not _clause_claims(t, a, claims)
                for a, b in found_negations)
+
+
+def _every_item_read(t: Text, rubric: Sequence[Mapping[str, Any]], scored: Sequence[bool],
+                     claims: Sequence[Match], asked: set[str]) -> bool:
+    """A partial score for a question that asks to name items, which the grader may stand by: each
+    item the answer names holds a wording of a point it earned ("Cần test mask, giới hạn seq_len
+    và gọi eval()": three of seven), so none can be another point in other words."""
+    read = [(m.start, m.end) for m in [*claims, *find(t, rubric, "all", ("all",))]
+            if scored[m.item] and m.kind != "reject"]
+    return every_item_read(t, read, asked)
 
 
 def _defined_unread(t: Text, subjects: Sequence[Match], claims: Sequence[Match], missed: Sequence[int]) -> bool:
