@@ -13,8 +13,8 @@ A rubric is a list of items, one per key point, each with its `points` and `conc
 
 The key's entry may also list `prompts` (the question in other languages), `min_words`,
 `max_words`, and `full_with` (a question that asks to name items: this many key points earn
-the full points, fewer earn their own). The rubric's data knows the lesson; this code and `grader.answers.text` know
-only language. How an answer is read:
+the full points, fewer earn their own). The rubric's data knows the lesson; this code and
+`grader.answers.text` know only language. How an answer is read:
 
 1. Folded (lower case, accents dropped) and cut into clauses (`answers_text.read`).
 2. A match of `accept` or `reject` is said of the nearest subject (of any item of the question)
@@ -50,7 +50,8 @@ such as "prevents" (`answers_text.PREVENTIVES`); `{not}` is any negation word.
 The grade is unsure (`reasons`: a person should review it) when a point is matched next to a
 negation; when a point and its opposite are both said; when it earns points and also states an
 opposite; when the score is partial, unless `_sure_partial` holds (points clearly said, the others
-untouched, not a question that asks to name items: see there); when it earns points but hedges, or
+untouched: see there), or for a question that asks to name items `_every_item_read` (each item
+the answer names is a point it earned); when it earns points but hedges, or
 answers a question that asks for a list with bare terms of a word or two; when key words strung
 together (`listing`) hold a term that names a subject and says its point; when it misses points
 and is long (LONG_WORDS), argues by analogy, or sets a subject equal to a picture no pattern reads
