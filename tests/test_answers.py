@@ -270,6 +270,7 @@ def test_partial_answers_get_partial_credit(question_id: str, answer: str, score
 @pytest.mark.parametrize("answer,sevenths,review", [
     ("Cần test mask, giới hạn seq_len và gọi eval().", 3, False),  # each item named is a condition read
     ("Test the masks and keep a rollback plan.", 2, False),
+    ("Cần test mask (padding + causal), dùng SDPA thay vì tự viết loop.", 2, False),  # inside brackets, set aside
     ("Cần test mask và theo dõi hệ thống khi chạy thật.", 1, True),  # "theo dõi hệ thống": monitoring, unread
     ("Mask tests, a max seq_len, and making sure nothing breaks at 3am.", 2, True),
 ])

@@ -10,7 +10,7 @@ import re
 from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 
-from grader.answers.text import NEGATION, WORD, Text, function_words
+from grader.answers.text import ALTERNATIVE, NEGATION, WORD, Text, function_words
 from grader.answers.values import strip_accents
 
 Span = tuple[int, int]
@@ -150,11 +150,15 @@ def terse_claim(t: Text, said_of: Sequence[Span]) -> bool:
 
 
 def every_item_read(t: Text, read: Sequence[Span], asked: set[str]) -> bool:
-    """Whether each item an answer names (its clauses, cut again where `ITEM_JOINS` joins two) holds
-    a wording in `read`, unless it only repeats the question's words (`asked`): nothing in it is
-    left that could be an item said in other words."""
+    """Whether each item an answer names (its clauses, cut again where `ITEM_JOINS` joins two
+    outside brackets) holds a wording in `read`, unless it only repeats the question's words
+    (`asked`) or sets something aside ("thay vì tự viết loop"): nothing in it is left that could
+    be an item said in other words."""
+    depth = _depths(t.folded)
     for a, b in t.clauses:
-        cuts = [a, *(x for m in ITEM_JOINS.finditer(t.folded, a, b) for x in m.span()), b]
+        if ALTERNATIVE.match(t.folded[a:b]):
+            continue
+        cuts = [a, *(x for m in ITEM_JOINS.finditer(t.folded, a, b) if depth[m.start()] == 0 for x in m.span()), b]
         for x, y in zip(cuts[::2], cuts[1::2]):
             if any(w not in asked for w in WORD.findall(t.folded, x, y)) and not any(
                     s < y and x < e for s, e in read):
