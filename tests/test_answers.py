@@ -597,6 +597,13 @@ WRONG_WITH_THE_WORDS = [
     ("quiz.q8", "It addresses the memory of the model: the model forgets long context, so it gets a longer memory."),
     ("quiz.q9", "They are enough: the weights directly show which tokens caused the output."),
     ("quiz.q9", "Because the causal mask hides the future tokens."),
+    # a right point, then a wrong claim on the same question: never full marks without a person
+    ("quiz.q9", "Vi attention weight cao chua chac la ly do model quyet dinh nhu vay. Con ve kien truc thi "
+                "attention la lop cuoi cung, khong co gi phia sau."),
+    ("quiz.q9", "Vì output còn đi qua FFN, residual, nhiều layer nonlinear. Tuy nhiên nếu lấy attention của layer "
+                "cuối thì nó chính là causal explanation của output."),
+    ("quiz.q9", "A high weight is not why the model decided. Also the weights of all heads are always the same."),
+    ("quiz.q3", "Hai mask thực ra làm cùng một việc: đều chặn PAD và chặn tương lai như nhau."),
     ("quiz.q10", "No tests are needed and dropout should stay on in production."),
     ("quiz.q2", "Why must the attention scores be divided by sqrt(head_dim)?"),
     ("quiz.q6", "Vì sao attention train parallel tốt hơn RNN?"),
