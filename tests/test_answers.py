@@ -604,6 +604,11 @@ WRONG_WITH_THE_WORDS = [
                 "cuối thì nó chính là causal explanation của output."),
     ("quiz.q9", "A high weight is not why the model decided. Also the weights of all heads are always the same."),
     ("quiz.q3", "Hai mask thực ra làm cùng một việc: đều chặn PAD và chặn tương lai như nhau."),
+    ("quiz.q3", "padding mask che PAD, còn causal mask che các token trước nó"),
+    ("quiz.q8", "FlashAttention giảm memory của attention matrix bằng cách tính theo block. Nhưng tốc độ thì giống hệt "
+                "attention thường."),
+    ("quiz.q10", "Phải có unit test cho padding/causal mask, set max seq_len theo VRAM, gọi model.eval(), monitor p99 "
+                 "latency với OOM, và có rollback. Dtype thì cứ để FP32 mặc định, không cần để ý."),
     ("quiz.q10", "No tests are needed and dropout should stay on in production."),
     ("quiz.q2", "Why must the attention scores be divided by sqrt(head_dim)?"),
     ("quiz.q6", "Vì sao attention train parallel tốt hơn RNN?"),
