@@ -256,6 +256,9 @@ def test_wrong_answer_gets_zero(question_id: str, answer: Any) -> None:
     ("quiz.q3", "Causal mask chặn token tương lai.", 0.5),
     ("quiz.q6", "An RNN is sequential.", 0.5),
     ("quiz.q1", "Value là nội dung được tổng hợp.", 0.33),
+    ("quiz.q4", "Because at inference time the model generates left to right, so the future tokens just aren't there "
+                "yet.", 0.5),
+    ("quiz.q4", "Vì khi suy luận mô hình sinh lần lượt từng token, các token phía sau chưa hề tồn tại.", 0.5),
     ("quiz.q10", "kiem thu mask", 1 / 7),
     ("quiz.q10", "test masks, limit length, eval(), dtype, monitoring latency, rollback", 1.0),  # six of seven: full
     ("quiz.q10", "test masks, limit length, eval(), dtype, monitoring, rollback, sdpa", 1.0),  # capped
