@@ -608,6 +608,11 @@ WRONG_WITH_THE_WORDS = [
     ("quiz.q9", "A high weight is not why the model decided. Also the weights of all heads are always the same."),
     ("quiz.q3", "Hai mask thực ra làm cùng một việc: đều chặn PAD và chặn tương lai như nhau."),
     ("quiz.q3", "padding mask che PAD, còn causal mask che các token trước nó"),
+    ("quiz.q5", "Multi-head giúp tăng capacity vì dùng nhiều GPU, mỗi head chạy trên một GPU riêng."),
+    ("quiz.q5", "Multi-head tức là mỗi head xử lý một phần khác nhau của batch để chạy song song; sau đó concat output "
+                "các head rồi qua W_o project về embed_dim."),
+    ("quiz.q5", "Concat các head rồi qua output projection về embed_dim. Capacity tăng vì mỗi head có embed_dim riêng "
+                "đầy đủ."),
     ("quiz.q8", "FlashAttention giảm memory của attention matrix bằng cách tính theo block. Nhưng tốc độ thì giống hệt "
                 "attention thường."),
     ("quiz.q10", "Phải có unit test cho padding/causal mask, set max seq_len theo VRAM, gọi model.eval(), monitor p99 "
