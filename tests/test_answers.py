@@ -608,6 +608,13 @@ WRONG_WITH_THE_WORDS = [
     ("quiz.q9", "A high weight is not why the model decided. Also the weights of all heads are always the same."),
     ("quiz.q3", "Hai mask thực ra làm cùng một việc: đều chặn PAD và chặn tương lai như nhau."),
     ("quiz.q3", "padding mask che PAD, còn causal mask che các token trước nó"),
+    ("quiz.q3", "Padding mask chặn các vị trí <pad>. Causal mask chặn future token. Causal mask chỉ cần khi inference, "
+                "lúc training thì không cần vì đã có label."),
+    ("quiz.q8", "It computes attention tile by tile, so memory traffic drops and throughput goes up. The catch is that "
+                "it's an approximation of softmax attention."),
+    ("quiz.q8", "flash attention chay nhanh hon tren gpu nhung ton nhieu memory hon vi phai luu them cac block"),
+    ("quiz.q9", "A high weight doesn't mean that token caused the output. Also, after the attention layer the output "
+                "goes straight to the final prediction."),
     ("quiz.q5", "Multi-head giúp tăng capacity vì dùng nhiều GPU, mỗi head chạy trên một GPU riêng."),
     ("quiz.q5", "Multi-head tức là mỗi head xử lý một phần khác nhau của batch để chạy song song; sau đó concat output "
                 "các head rồi qua W_o project về embed_dim."),
