@@ -735,3 +735,26 @@ def test_a_point_that_is_the_object_of_another_items_denial_is_part_of_that_deni
     # a point said after a pause is not the denial's object
     grade = grade_text("At the exam the student never has them; in practice the answers are visible.", exam, 1.0)
     assert grade.score == 1.0, grade
+
+
+def test_overlapping_readings_are_settled_as_by_comparing_every_pair() -> None:
+    """`_claims` looks only at matches near each one (linear in a long answer); the result is the
+    one every pair of matches gives."""
+    import random
+
+    from grader.answers.binding import Match
+    from grader.answers.rubric import _claims
+
+    def every_pair(matches: list[Match]) -> list[Match]:
+        return [m for m in matches if all(
+            m.end - m.start > o.end - o.start or (m.end - m.start == o.end - o.start and m.kind == "reject")
+            for o in matches if o.item == m.item and o.kind != m.kind and o.start < m.end and m.start < o.end)]
+
+    rng = random.Random(7)
+    for _ in range(300):
+        matches = []
+        for _ in range(rng.randint(0, 30)):
+            start = rng.randint(0, 200)
+            matches.append(Match(start, start + rng.randint(1, 40), rng.randint(0, 2),
+                                 rng.choice(("accept", "reject")), False))
+        assert _claims(matches) == every_pair(matches)

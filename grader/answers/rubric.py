@@ -61,8 +61,10 @@ when a full score comes from fewer than `min_words` words; when it has more than
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from math import inf
 from typing import Any
 
 from grader.answers.binding import (
@@ -156,7 +158,8 @@ def grade_text(text: str, entry: Mapping[str, Any], points: float, prompt: str =
     said = find(t, rubric, "accept", ("accept", "any")) + find(t, rubric, "reject", ("reject", "none"))
     claims = [m for m in _claims(said) if not any(a <= m.start < b for a, b in frames)]
     found_negations = negations(t)
-    claims = [m for m in claims if not inside_a_denial(m, claims, found_negations, t.folded)]
+    denying = [o for o in claims if o.kind == "accept" and any(o.start <= a and b <= o.end for a, b in found_negations)]
+    claims = [m for m in claims if not inside_a_denial(m, denying, found_negations, t.folded)]
     spans = subjects + claims
     topic_matches = find(t, rubric, "topic", ("topic",))
     topics = {m.item for m in topic_matches}
@@ -330,6 +333,9 @@ def _named_where_said(t: Text, n: int, claims: Sequence[Match], topics: Sequence
 
 
 def _clause(t: Text, at: int) -> tuple[int, int]:
+    i = bisect_right(t.clauses, (at, inf)) - 1  # the last clause that starts at or before `at`
+    if i >= 0 and at < t.clauses[i][1]:
+        return t.clauses[i]
     return next(c for c in t.clauses if c[0] <= at < c[1])
 
 
@@ -342,10 +348,12 @@ def _clause_claims(t: Text, at: int, claims: Sequence[Match]) -> bool:
 def _claims(matches: list[Match]) -> list[Match]:
     """Where an item's accept and reject patterns overlap, the longer match is the reading
     (a tie goes to the reject): "without scaling, softmax saturates" is not "scaling ... saturates"."""
-    kept = []
-    for m in matches:
-        rivals = [o for o in matches if o.item == m.item and o.kind != m.kind
-                  and o.start < m.end and m.start < o.end]
+    kept, by_start = [], sorted(matches, key=lambda o: o.start)
+    starts = [o.start for o in by_start]
+    longest = max((o.end - o.start for o in matches), default=0)
+    for m in matches:  # a rival starts less than the longest match's length before m (linear, not quadratic)
+        nearby = by_start[bisect_left(starts, m.start - longest):bisect_left(starts, m.end)]
+        rivals = [o for o in nearby if o.item == m.item and o.kind != m.kind and m.start < o.end]
         length = m.end - m.start
         if all(length > o.end - o.start or (length == o.end - o.start and m.kind == "reject")
                for o in rivals):
