@@ -758,3 +758,24 @@ def test_overlapping_readings_are_settled_as_by_comparing_every_pair() -> None:
             matches.append(Match(start, start + rng.randint(1, 40), rng.randint(0, 2),
                                  rng.choice(("accept", "reject")), False))
         assert _claims(matches) == every_pair(matches)
+
+
+def test_negations_come_in_order_and_a_cover_tells_what_lies_inside_a_match() -> None:
+    """`within` and `Cover` (log time, for long answers) give what a scan of every span gives."""
+    import random
+
+    from grader.answers.binding import Cover, Match, within
+    from grader.answers.negation import negations
+
+    found = negations(read("It doesn't scale, không phải vì thế, never, and the model can't, không có."))
+    assert found == sorted(found) and len(found) == 5
+    rng = random.Random(11)
+    for _ in range(200):
+        spans = sorted((a, a + rng.randint(1, 6)) for a in rng.sample(range(300), rng.randint(0, 20)))
+        matches = [Match(a, a + rng.randint(1, 60), 0, "accept") for a in rng.sample(range(300), rng.randint(0, 15))]
+        cover = Cover(matches)
+        for _ in range(20):
+            a = rng.randint(0, 300)
+            b = a + rng.randint(0, 80)
+            assert within(spans, a, b) == [(x, y) for x, y in spans if a <= x and y <= b]
+            assert cover.holds(a, b) == any(m.start <= a and b <= m.end for m in matches)

@@ -7,8 +7,11 @@ the matches of one answer (`find`), and `rubric` weighs what they say into a sco
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
+from math import inf
 from typing import Any
 
 from grader.answers.patterns import reading, writes_a_negation
@@ -28,6 +31,27 @@ OBJECT_GAP = 1
 _OBJECT = re.compile(rf" (?:\w+ ){{0,{OBJECT_GAP}}}")
 SHORT_GAP = 6
 """At most this many words between a point and the subject it is measured by ("... như RNN")."""
+
+
+Span = tuple[int, int]
+
+
+def within(spans: Sequence[Span], a: int, b: int) -> Sequence[Span]:
+    """The spans of `spans` (sorted, as `negation.negations` gives them) that lie inside [a, b)."""
+    return [(x, y) for x, y in spans[bisect_left(spans, (a, -1)):bisect_right(spans, (b, inf))] if y <= b]
+
+
+class Cover:
+    """Whether a span lies inside one of a set of matches, in log time (a long answer has many)."""
+
+    def __init__(self, matches: Sequence[Match]) -> None:
+        ordered = sorted((m.start, m.end) for m in matches)
+        self._starts = [a for a, _ in ordered]
+        self._reach = list(accumulate((b for _, b in ordered), max))
+
+    def holds(self, a: int, b: int) -> bool:
+        i = bisect_right(self._starts, a)  # the matches that start at or before a
+        return i > 0 and self._reach[i - 1] >= b
 
 
 @dataclass(frozen=True)
@@ -92,18 +116,16 @@ def measured_by_own(m: Match, subjects: list[Match], t: Text, clause: tuple[int,
                and len(WORD.findall(t.folded[m.end:s.start])) <= SHORT_GAP for s in subjects)
 
 
-def is_negated(m: Match, negations: list[tuple[int, int]], spans: list[Match], t: Text,
-               clause: tuple[int, int]) -> bool:
+def is_negated(m: Match, negations: Sequence[Span], spans: Cover, t: Text, clause: tuple[int, int]) -> bool:
+    """Whether a negation turns match `m` around (`negations` sorted, `spans` the answer's matches)."""
     if DENIED_AFTER.match(t.folded, m.end, clause[1]):
         return True  # "eval mode thì không cần": said, then denied
-    if m.kind == "accept" and not m.denies and any(m.start <= a and b <= m.end for a, b in negations):
+    if m.kind == "accept" and not m.denies and within(negations, m.start, m.end):
         return True  # a negation that the pattern's gap let in: "mỗi head ko học quan hệ khác nhau"
         # (an accept only: a reject that reads on past its claim, to outweigh an accept over the
         # same words, may take in a negation that belongs to the next claim)
-    for start, end in negations:
-        if not (clause[0] <= start and end <= m.start):
-            continue
-        if any(s.start <= start and end <= s.end for s in spans):
+    for start, end in within(negations, clause[0], m.start):
+        if spans.holds(start, end):
             continue  # a pattern that holds its own negation, or a subject such as "k"
         between = t.folded[end:m.start]
         if re.search(r"[:()\[\]—–]", between) or CONSEQUENCE.search(between):
@@ -123,7 +145,7 @@ def inside_a_denial(m: Match, claims: Sequence[Match], found_negations: Sequence
     "không biết", the inference point; in "it never has the future tokens available", so is
     "future tokens available"."""
     def denies(o: Match, before: int) -> bool:
-        return any(o.start <= a and b <= min(o.end, before) for a, b in found_negations)
+        return bool(within(found_negations, o.start, min(o.end, before)))
     return any(o.item != m.item and o.kind == "accept" and o.start <= m.start and (
         (m.start < o.end and m.end <= o.end and o.end - o.start > m.end - m.start and denies(o, o.end))
         or (m.start < o.end < m.end and denies(o, m.start))

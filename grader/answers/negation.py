@@ -5,17 +5,19 @@ something else ("k" the Key, "no" for "nó", "chua" for "chứa", "hong" for "h�
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from grader.answers.text import NEGATION, NEGATION_FORMS, NEGATION_SUFFIX, SPACE_AFTER, WORD, Text
 
 
 def negations(t: Text) -> list[tuple[int, int]]:
-    """Where the answer holds a negation word (spans of `t.folded`)."""
+    """Where the answer holds a negation word (spans of `t.folded`, in order)."""
     found = []
     for m in NEGATION.finditer(t.folded):
         written = t.original[m.start():m.end()]
         if len(written) == 1 and (written.isupper() or not _between_spaces(t.folded, m.start(), m.end())
-                                  or not reads_vietnamese(t) or QUERY_BEFORE.search(t.folded, 0, m.start())
+                                  or not reads_vietnamese(t)
+                                  or QUERY_BEFORE.search(t.folded, _back(m.start()), m.start())
                                   or DEFINED_AFTER.match(t.folded, m.end())):
             continue  # "K", "Q/K/V", "q và k" or "k là ..." is the Key; "k" alone between Vietnamese words is "không"
         if m.group() in _VI_PLAIN_AMBIGUOUS and written.lower() == m.group() and not _plain_negation(t, m):
@@ -24,11 +26,12 @@ def negations(t: Text) -> list[tuple[int, int]]:
             continue  # "không chỉ do một lớp", "not only": a point is added, none denied
         if m.group() == "khong" and (SPACE_AFTER.match(t.folded, m.end()) or UNLIKE_AFTER.match(t.folded, m.end())):
             continue  # "không gian con": a subspace; "không giống RNN phải chờ ...": unlike an RNN, which must wait
-        if CORRECTION_BEFORE.search(t.original, 0, m.start()):
+        if CORRECTION_BEFORE.search(t.original, _back(m.start()), m.start()):
             continue  # "à không, ý là ...": the student corrects what they said, denies nothing
         if written.lower() in (m.group(), NEGATION_FORMS.get(m.group())):
             found.append(m.span())
-    return found + [m.span(1) for m in NEGATION_SUFFIX.finditer(t.folded) if not NOT_ONLY.match(t.folded, m.end(1))]
+    suffixes = [m.span(1) for m in NEGATION_SUFFIX.finditer(t.folded) if not NOT_ONLY.match(t.folded, m.end(1))]
+    return sorted(found + suffixes)
 
 
 DEFINED_AFTER = re.compile(r"\s*(?:(?:la|is)\b|[:=])")
@@ -77,7 +80,22 @@ def _plain_negation(t: Text, m: re.Match[str]) -> bool:
 
 def reads_vietnamese(t: Text) -> bool:
     """Written with Vietnamese diacritics, or holding two common Vietnamese words without them."""
-    return t.accented or sum(w in VI_PLAIN_WORDS for w in WORD.findall(t.folded)) >= 2
+    return t.accented or _vi_plain_words(t.folded) >= 2
+
+
+@lru_cache(maxsize=64)
+def _vi_plain_words(folded: str) -> int:
+    """Asked once per answer, not once per negation word in it."""
+    return sum(w in VI_PLAIN_WORDS for w in WORD.findall(folded))
+
+
+LOOK_BACK = 200
+"""How far before a word `QUERY_BEFORE` and `CORRECTION_BEFORE` look: a search from the start of
+a long answer for every negation in it would be quadratic in its length."""
+
+
+def _back(at: int) -> int:
+    return max(0, at - LOOK_BACK)
 
 
 def _between_spaces(text: str, start: int, end: int) -> bool:

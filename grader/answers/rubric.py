@@ -68,6 +68,7 @@ from math import inf
 from typing import Any
 
 from grader.answers.binding import (
+    Cover,
     Match,
     find,
     inside_a_denial,
@@ -76,6 +77,7 @@ from grader.answers.binding import (
     said_of,
     search,
     subject_mentions,
+    within,
 )
 from grader.answers.listing import (
     bare_items,
@@ -158,9 +160,10 @@ def grade_text(text: str, entry: Mapping[str, Any], points: float, prompt: str =
     said = find(t, rubric, "accept", ("accept", "any")) + find(t, rubric, "reject", ("reject", "none"))
     claims = [m for m in _claims(said) if not any(a <= m.start < b for a, b in frames)]
     found_negations = negations(t)
-    denying = [o for o in claims if o.kind == "accept" and any(o.start <= a and b <= o.end for a, b in found_negations)]
+    denying = [o for o in claims if o.kind == "accept" and within(found_negations, o.start, o.end)]
     claims = [m for m in claims if not inside_a_denial(m, denying, found_negations, t.folded)]
     spans = subjects + claims
+    cover = Cover(spans)
     topic_matches = find(t, rubric, "topic", ("topic",))
     topics = {m.item for m in topic_matches}
     evidence = [_Evidence(named=n in topics or any(s.item == n for s in subjects)) for n in range(len(rubric))]
@@ -176,7 +179,7 @@ def grade_text(text: str, entry: Mapping[str, Any], points: float, prompt: str =
                                    or LIKENESS.search(t.folded, clause[0], m.start)):
             continue  # "... instead of one averaged view": the opposite is set aside, not claimed;
             # "Q giống câu search user gõ vào": an analogy's picture, not a claim
-        negated = is_negated(m, found_negations, spans, t, clause)
+        negated = is_negated(m, found_negations, cover, t, clause)
         if negated and m.kind == "accept" and measured_by_own(m, subjects, t, clause):
             about, negated = m.item, False  # "không có phụ thuộc tuần tự như RNN": RNN has it
         if has_subject[m.item] and SHARED_BY_ALL.match(t.folded[clause[0]:clause[1]]) and not any(
@@ -244,7 +247,7 @@ def grade_text(text: str, entry: Mapping[str, Any], points: float, prompt: str =
     words = len(WORD.findall(t.folded))
     if _EPS < score < points - _EPS and not listing and not (
             _every_item_read(t, rubric, scored, claims, asked) if asks_for_a_list else _sure_partial(
-                t, rubric, scored, evidence, claims, spans, found_negations, words, topic_matches)):
+                t, rubric, scored, evidence, claims, cover, found_negations, words, topic_matches)):
         reasons.add("partial")  # where credit is split, a person decides how much
     if listing and terse_claim(t, [(s.start, m.end) for m in claims if m.kind == "accept"
                                    for s in subjects if s.item == m.item and s.start < m.start]):
@@ -274,7 +277,7 @@ def grade_text(text: str, entry: Mapping[str, Any], points: float, prompt: str =
 
 
 def _sure_partial(t: Text, rubric: Sequence[Mapping[str, Any]], scored: Sequence[bool],
-                  evidence: Sequence[_Evidence], claims: Sequence[Match], spans: Sequence[Match],
+                  evidence: Sequence[_Evidence], claims: Sequence[Match], spans: Cover,
                   found_negations: Sequence[tuple[int, int]], words: int, topics: Sequence[Match]) -> bool:
     """A partial score the grader may stand by without a person: each point credited is
     said of what it is about (its subject named, or its `topic` in the clause that says it);
@@ -299,8 +302,7 @@ def _sure_partial(t: Text, rubric: Sequence[Mapping[str, Any]], scored: Sequence
             return False
     if ANALOGY.search(t.folded) or hedged(t.folded):
         return False
-    return all(any(s.start <= a and b <= s.end for s in spans) or not _clause_claims(t, a, claims)
-               for a, b in found_negations)
+    return all(spans.holds(a, b) or not _clause_claims(t, a, claims) for a, b in found_negations)
 
 
 def _every_item_read(t: Text, rubric: Sequence[Mapping[str, Any]], scored: Sequence[bool],
