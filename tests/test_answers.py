@@ -259,6 +259,7 @@ def test_wrong_answer_gets_zero(question_id: str, answer: Any) -> None:
     ("quiz.q4", "Because at inference time the model generates left to right, so the future tokens just aren't there "
                 "yet.", 0.5),
     ("quiz.q4", "Vì khi suy luận mô hình sinh lần lượt từng token, các token phía sau chưa hề tồn tại.", 0.5),
+    ("quiz.q2", "chia sqrt de score khong bi qua to khi head_dim lon", 0.5),  # "quá to": too big
     ("quiz.q10", "kiem thu mask", 1 / 7),
     ("quiz.q10", "test masks, limit length, eval(), dtype, monitoring latency, rollback", 1.0),  # six of seven: full
     ("quiz.q10", "test masks, limit length, eval(), dtype, monitoring, rollback, sdpa", 1.0),  # capped
