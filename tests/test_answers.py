@@ -260,6 +260,11 @@ def test_wrong_answer_gets_zero(question_id: str, answer: Any) -> None:
                 "yet.", 0.5),
     ("quiz.q4", "Vì khi suy luận mô hình sinh lần lượt từng token, các token phía sau chưa hề tồn tại.", 0.5),
     ("quiz.q2", "chia sqrt de score khong bi qua to khi head_dim lon", 0.5),  # "quá to": too big
+    ("quiz.q4", "Without it, the hidden state at position t is computed using tokens t+1, t+2, ..., so the thing being "
+                "predicted is already visible during training.", 0.5),
+    ("quiz.q8", "Memory: the big n×n attention matrix isn't kept around anymore, so long sequences fit on the card.", 0.5),
+    ("quiz.q5", "Because there are several heads, the model can look at the sentence in several ways at once instead of "
+                "just one, so it captures more kinds of patterns.", 0.5),
     ("quiz.q10", "kiem thu mask", 1 / 7),
     ("quiz.q10", "test masks, limit length, eval(), dtype, monitoring latency, rollback", 1.0),  # six of seven: full
     ("quiz.q10", "test masks, limit length, eval(), dtype, monitoring, rollback, sdpa", 1.0),  # capped
@@ -609,6 +614,9 @@ WRONG_WITH_THE_WORDS = [
     ("quiz.q9", "A high weight is not why the model decided. Also the weights of all heads are always the same."),
     ("quiz.q3", "Hai mask thực ra làm cùng một việc: đều chặn PAD và chặn tương lai như nhau."),
     ("quiz.q3", "padding mask che PAD, còn causal mask che các token trước nó"),
+    ("quiz.q3", "Causal mask là ma trận tam giác dưới, để token không nhìn được các token phía sau. Padding mask thì "
+                "dùng để giới hạn độ dài câu tối đa."),
+    ("quiz.q3", "Causal mask che các future token. Padding mask thì để pad các câu ngắn cho bằng câu dài nhất trong batch."),
     ("quiz.q3", "Padding mask chặn các vị trí <pad>. Causal mask chặn future token. Causal mask chỉ cần khi inference, "
                 "lúc training thì không cần vì đã có label."),
     ("quiz.q8", "It computes attention tile by tile, so memory traffic drops and throughput goes up. The catch is that "
