@@ -773,9 +773,10 @@ def test_negations_come_in_order_and_a_cover_tells_what_lies_inside_a_match() ->
     for _ in range(200):
         spans = sorted((a, a + rng.randint(1, 6)) for a in rng.sample(range(300), rng.randint(0, 20)))
         matches = [Match(a, a + rng.randint(1, 60), 0, "accept") for a in rng.sample(range(300), rng.randint(0, 15))]
-        cover = Cover(matches)
+        cover = Cover((m.start, m.end) for m in matches)
         for _ in range(20):
             a = rng.randint(0, 300)
             b = a + rng.randint(0, 80)
             assert within(spans, a, b) == [(x, y) for x, y in spans if a <= x and y <= b]
             assert cover.holds(a, b) == any(m.start <= a and b <= m.end for m in matches)
+            assert cover.meets(a, b) == any(m.start < b and a < m.end for m in matches)

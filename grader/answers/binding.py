@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 from math import inf
@@ -42,16 +42,22 @@ def within(spans: Sequence[Span], a: int, b: int) -> Sequence[Span]:
 
 
 class Cover:
-    """Whether a span lies inside one of a set of matches, in log time (a long answer has many)."""
+    """Where a set of spans (an answer's matches) lies, asked in log time: a long answer has many."""
 
-    def __init__(self, matches: Sequence[Match]) -> None:
-        ordered = sorted((m.start, m.end) for m in matches)
+    def __init__(self, spans: Iterable[Span]) -> None:
+        ordered = sorted(spans)
         self._starts = [a for a, _ in ordered]
-        self._reach = list(accumulate((b for _, b in ordered), max))
+        self._reach = list(accumulate((b for _, b in ordered), max))  # the furthest end so far
 
     def holds(self, a: int, b: int) -> bool:
-        i = bisect_right(self._starts, a)  # the matches that start at or before a
+        """Whether [a, b) lies inside one of the spans."""
+        i = bisect_right(self._starts, a)  # the spans that start at or before a
         return i > 0 and self._reach[i - 1] >= b
+
+    def meets(self, a: int, b: int) -> bool:
+        """Whether one of the spans overlaps [a, b)."""
+        i = bisect_left(self._starts, b)  # the spans that start before b
+        return i > 0 and self._reach[i - 1] > a
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 from collections.abc import Iterable, Sequence
-from itertools import accumulate
 
+from grader.answers.binding import Cover
 from grader.answers.text import ALTERNATIVE, NEGATION, WORD, Text, function_words
 from grader.answers.values import strip_accents
 
@@ -150,21 +150,17 @@ def terse_claim(t: Text, said_of: Sequence[Span]) -> bool:
     return any(a <= start and end <= b for a, b in zip(bounds, bounds[1:]) for start, end in said_of)
 
 
-def every_item_read(t: Text, read: Sequence[Span], asked: set[str]) -> bool:
+def every_item_read(t: Text, read: Cover, asked: set[str]) -> bool:
     """Whether each item an answer names (its clauses, cut again where `ITEM_JOINS` joins two
-    outside brackets) holds a wording in `read`, unless it only repeats the question's words
+    outside brackets) meets a wording in `read`, unless it only repeats the question's words
     (`asked`) or sets something aside ("thay vì tự viết loop"): nothing in it is left that could
     be an item said in other words."""
     depth = _depths(t.folded)
-    spans = sorted(read)
-    starts = [s for s, _ in spans]
-    reach = list(accumulate((e for _, e in spans), max))  # the furthest end among the spans so far
     for a, b in t.clauses:
         if ALTERNATIVE.match(t.folded[a:b]):
             continue
         cuts = [a, *(x for m in ITEM_JOINS.finditer(t.folded, a, b) if depth[m.start()] == 0 for x in m.span()), b]
         for x, y in zip(cuts[::2], cuts[1::2]):
-            before = bisect_left(starts, y)  # the spans that start before the item ends
-            if any(w not in asked for w in WORD.findall(t.folded, x, y)) and not (before and reach[before - 1] > x):
+            if any(w not in asked for w in WORD.findall(t.folded, x, y)) and not read.meets(x, y):
                 return False
     return True

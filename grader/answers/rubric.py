@@ -163,7 +163,7 @@ def grade_text(text: str, entry: Mapping[str, Any], points: float, prompt: str =
     denying = [o for o in claims if o.kind == "accept" and within(found_negations, o.start, o.end)]
     claims = [m for m in claims if not inside_a_denial(m, denying, found_negations, t.folded)]
     spans = subjects + claims
-    cover = Cover(spans)
+    cover = Cover((m.start, m.end) for m in spans)
     topic_matches = find(t, rubric, "topic", ("topic",))
     topics = {m.item for m in topic_matches}
     evidence = [_Evidence(named=n in topics or any(s.item == n for s in subjects)) for n in range(len(rubric))]
@@ -310,8 +310,8 @@ def _every_item_read(t: Text, rubric: Sequence[Mapping[str, Any]], scored: Seque
     """A partial score for a question that asks to name items, which the grader may stand by: each
     item the answer names holds a wording of a point it earned ("Cần test mask, giới hạn seq_len
     và gọi eval()": three of seven), so none can be another point in other words."""
-    read = [(m.start, m.end) for m in [*claims, *find(t, rubric, "all", ("all",))]
-            if scored[m.item] and m.kind != "reject"]
+    read = Cover((m.start, m.end) for m in [*claims, *find(t, rubric, "all", ("all",))]
+                 if scored[m.item] and m.kind != "reject")
     return every_item_read(t, read, asked)
 
 
