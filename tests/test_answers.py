@@ -614,6 +614,13 @@ WRONG_WITH_THE_WORDS = [
     ("quiz.q9", "A high weight is not why the model decided. Also the weights of all heads are always the same."),
     ("quiz.q3", "Hai mask thực ra làm cùng một việc: đều chặn PAD và chặn tương lai như nhau."),
     ("quiz.q3", "padding mask che PAD, còn causal mask che các token trước nó"),
+    ("quiz.q2", "Để tránh saturate thì phải chia, vì nếu không chia thì score quá nhỏ, softmax ra phân phối đều (uniform) "
+                "và gradient bị vanishing."),
+    ("quiz.q5", "Multi-head concat các token trong câu lại với nhau thành một vector dài rồi project về embed_dim."),
+    ("quiz.q3", "The padding mask zeroes out attention to <pad> positions. The causal mask hides the past tokens so the "
+                "model only focuses on the current and upcoming words."),
+    ("quiz.q6", "RNN bị sequential dependency, h_t cần h_{t-1}. Attention parallel tốt hơn vì nó chỉ nhìn một window nhỏ "
+                "xung quanh token như CNN."),
     ("quiz.q3", "Causal mask là ma trận tam giác dưới, để token không nhìn được các token phía sau. Padding mask thì "
                 "dùng để giới hạn độ dài câu tối đa."),
     ("quiz.q3", "Causal mask che các future token. Padding mask thì để pad các câu ngắn cho bằng câu dài nhất trong batch."),
@@ -644,6 +651,14 @@ def test_wrong_claims_in_the_keys_words_do_not_score(question_id: str, answer: s
     result = _one(question_id, answer)
     assert result.score == 0.0 or (result.needs_review and result.score < 1.0), result.message
     assert result.needs_review is not None and result.review is not None
+
+
+def test_key_words_before_a_thin_sentence_go_to_a_person() -> None:
+    """No function word anywhere, so not a sentence; its last item is too long for a term: still
+    key words, not claims (blind218's b220-041 scored 1.0 without a flag)."""
+    result = _one("quiz.q3", "Mask: True/False, tam giác, -inf, <pad>, masked_fill. Hai loại mask khác nhau.")
+    assert result.needs_review and result.review is not None
+    assert any("bare terms" in r for r in result.review.reasons), result.review.reasons
 
 
 # Right answers in other words (the issue's examples among them): full marks.

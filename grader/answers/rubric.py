@@ -254,8 +254,8 @@ def grade_text(text: str, entry: Mapping[str, Any], points: float, prompt: str =
         reasons.add("keywords")  # "RNN tuần tự, attention song song": short claims, not terms
     if score > _EPS and hedged(t.folded):
         reasons.add("hedge")
-    if score > _EPS and (labels_key_words(t) or (bare_terms(items) if asks_for_a_list else items is None
-                                                  and mostly_terms(t, [(c.start, c.end) for c in claims]))):
+    if score > _EPS and (labels_key_words(t) or (bare_terms(items) if asks_for_a_list
+                                                  else mostly_terms(t, [(c.start, c.end) for c in claims]))):
         reasons.add("terms")  # "masks, seq_len, eval, dtype", "Keywords: ...": named, nothing said of them
     refuted = all(evidence[n].opposite and not (evidence[n].said or evidence[n].unbound or evidence[n].negated)
                   for n in missed)  # each point missed is contradicted ("the Key is what the token is looking for")
