@@ -265,6 +265,8 @@ def test_wrong_answer_gets_zero(question_id: str, answer: Any) -> None:
     ("quiz.q8", "Memory: the big n×n attention matrix isn't kept around anymore, so long sequences fit on the card.", 0.5),
     ("quiz.q5", "Because there are several heads, the model can look at the sentence in several ways at once instead of "
                 "just one, so it captures more kinds of patterns.", 0.5),
+    ("quiz.q2", "It's a normalization so the numbers stay in a reasonable range and don't overflow when head_dim is "
+                "big.", 0.5),
     ("quiz.q10", "kiem thu mask", 1 / 7),
     ("quiz.q10", "test masks, limit length, eval(), dtype, monitoring latency, rollback", 1.0),  # six of seven: full
     ("quiz.q10", "test masks, limit length, eval(), dtype, monitoring, rollback, sdpa", 1.0),  # capped
