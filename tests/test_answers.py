@@ -616,6 +616,12 @@ WRONG_WITH_THE_WORDS = [
     ("quiz.q9", "A high weight is not why the model decided. Also the weights of all heads are always the same."),
     ("quiz.q3", "Hai mask thực ra làm cùng một việc: đều chặn PAD và chặn tương lai như nhau."),
     ("quiz.q3", "padding mask che PAD, còn causal mask che các token trước nó"),
+    ("quiz.q2", "Chia sqrt(head_dim) để làm score nhỏ lại, giúp tính toán nhanh hơn và đỡ tốn VRAM."),
+    ("quiz.q2", "Chia √d_k để score nhỏ lại, từ đó attention matrix chiếm ít VRAM hơn và tránh OOM khi sequence dài."),
+    ("quiz.q2", "Chia sqrt(d_k) để tránh softmax saturated. Còn độ lớn của score thì không bị ảnh hưởng bởi dimension, chỉ "
+                "là trick cho gradient đẹp hơn."),
+    ("quiz.q3", "The causal mask stops tokens from attending to later positions in the sequence. The padding mask is just "
+                "for making the batch the same length."),
     ("quiz.q2", "Để tránh saturate thì phải chia, vì nếu không chia thì score quá nhỏ, softmax ra phân phối đều (uniform) "
                 "và gradient bị vanishing."),
     ("quiz.q5", "Multi-head concat các token trong câu lại với nhau thành một vector dài rồi project về embed_dim."),
