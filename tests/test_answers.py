@@ -649,6 +649,8 @@ WRONG_WITH_THE_WORDS = [
     ("quiz.q10", "Phải có unit test cho padding/causal mask, set max seq_len theo VRAM, gọi model.eval(), monitor p99 "
                  "latency với OOM, và có rollback. Dtype thì cứ để FP32 mặc định, không cần để ý."),
     ("quiz.q10", "No tests are needed and dropout should stay on in production."),
+    ("quiz.q8", "FlashAttention làm tăng memory usage một chút để đổi lấy accuracy cao hơn so với attention thường."),
+    ("quiz.q9", "Tại residual và FFN làm attention weight bị đổi giá trị sau đó, nên weight mình in ra bị sai số."),
     ("quiz.q2", "Why must the attention scores be divided by sqrt(head_dim)?"),
     ("quiz.q6", "Vì sao attention train parallel tốt hơn RNN?"),
 ]
