@@ -270,6 +270,10 @@ def test_wrong_answer_gets_zero(question_id: str, answer: Any) -> None:
     ("quiz.q4", "During training token 3 can attend to token 4, which is exactly the target it has to output.", 0.5),
     ("quiz.q4", "Lúc train model nhìn được cả câu, kể cả các token phía sau, nên học sai.", 0.5),
     ("quiz.q4", "In training, the attention of position t covers positions t+1 and t+2 as well.", 0.5),
+    ("quiz.q3", "Causal mask blocks the tokens after the current one. Padding mask is used to pad short sentences with "
+                "zeros so the batch has the same shape.", 0.5),
+    ("quiz.q6", "RNN phai xu ly tung token theo thu tu. Con attention nho multi-head, moi head chay mot token rieng nen "
+                "song song.", 0.5),
     ("quiz.q10", "kiem thu mask", 1 / 7),
     ("quiz.q10", "test masks, limit length, eval(), dtype, monitoring latency, rollback", 1.0),  # six of seven: full
     ("quiz.q10", "test masks, limit length, eval(), dtype, monitoring, rollback, sdpa", 1.0),  # capped
@@ -655,6 +659,7 @@ WRONG_WITH_THE_WORDS = [
     ("quiz.q8", "FlashAttention làm tăng memory usage một chút để đổi lấy accuracy cao hơn so với attention thường."),
     ("quiz.q9", "Tại residual và FFN làm attention weight bị đổi giá trị sau đó, nên weight mình in ra bị sai số."),
     ("quiz.q4", "Causal mask làm cho model chỉ nhìn được các token tương lai; bỏ nó đi thì model nhìn vào quá khứ nên leak."),
+    ("quiz.q2", "Chia sqrt(head_dim) là để mọi head có cùng độ lớn trước khi concat, không head nào át head nào."),
     ("quiz.q2", "Why must the attention scores be divided by sqrt(head_dim)?"),
     ("quiz.q6", "Vì sao attention train parallel tốt hơn RNN?"),
 ]
