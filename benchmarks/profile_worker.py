@@ -130,6 +130,8 @@ def main() -> int:
     p.add_argument("--assignment", type=Path, default=None)
     p.add_argument("--k", type=int, default=12, help="submissions to grade (alternating kinds)")
     p.add_argument("--sandbox", default="auto")
+    p.add_argument("--sort", default="cumulative",
+                   help="how the test thread's cProfile is ordered: cumulative, tottime, ...")
     p.add_argument("--cprofile", choices=["module", "notebook"], default=None,
                    help="also cProfile one warm submission of this kind")
     p.add_argument("--json", type=Path, default=None)
@@ -243,7 +245,7 @@ def main() -> int:
         buf = io.StringIO()
         pstats.Stats(pr, stream=buf).sort_stats("cumulative").print_stats(25)
         buf.write("\n--- in the test session's thread ---\n")
-        pstats.Stats(in_tests, stream=buf).sort_stats("cumulative").print_stats(60)
+        pstats.Stats(in_tests, stream=buf).sort_stats(args.sort).print_stats(60)
         prof_text = buf.getvalue()
     box.stop()
 

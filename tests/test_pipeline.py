@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import threading
 from dataclasses import replace
 from pathlib import Path
 
@@ -59,8 +61,8 @@ def test_check_mode_never_needs_the_reference_or_key(attention, sandbox):
 
 
 def test_the_workers_template_compiles_the_answer_key_once(attention):
-    """`workers.warm_key`, which the template runs after its first fork: every pattern of
-    the key is compiled, so the workers forked next never compile one while grading."""
+    """`workers.warm_key`, which the template runs before its first fork: every pattern of
+    the key is compiled, so the workers it forks never compile one while grading."""
     from grader.answers.patterns import term
     from grader.batch.workers import warm_key
 
@@ -72,6 +74,40 @@ def test_the_workers_template_compiles_the_answer_key_once(attention):
                    RunConfig(assignment=attention.path, public=True).to_json()):
         warm_key(broken)  # nothing raised: the workers report a broken key themselves
     assert term.cache_info().currsize == 0
+
+
+def test_the_template_compiles_the_key_before_its_first_fork(attention, monkeypatch):
+    """Compiled after the first fork, the first worker compiled the key again during its first
+    submission (about 0.4 s of CPU, on the way to the batch's first result)."""
+    import os
+    import socket
+
+    from grader.answers.patterns import term
+    from grader.batch import template
+
+    compiled_at_fork: list[int] = []
+
+    def fork() -> int:  # the template's side of a fork; no worker is started
+        compiled_at_fork.append(term.cache_info().currsize)
+        return 4242
+
+    monkeypatch.setattr(template.os, "fork", fork)
+    term.cache_clear()
+    pool, ours = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    request = json.dumps({"level": "", "config": RunConfig(assignment=attention.path).to_json()}).encode()
+    for _ in range(2):
+        read_end, write_end = os.pipe()
+        socket.send_fds(pool, [request], [read_end, write_end])
+        os.close(read_end)
+        os.close(write_end)
+    served = threading.Thread(target=template.serve, args=(ours,))
+    served.start()
+    replies = [json.loads(pool.recv(1 << 10)) for _ in range(2)]
+    pool.close()
+    served.join(10)
+    ours.close()
+    assert replies == [{"pid": 4242}, {"pid": 4242}]
+    assert len(compiled_at_fork) == 2 and compiled_at_fork[0] >= 500 and compiled_at_fork[1] == compiled_at_fork[0]
 
 
 def test_a_fork_request_the_template_cannot_read_is_an_empty_one():

@@ -88,8 +88,8 @@ class Template:
     def fork(self, zygote: socket.socket | None, level: Isolation | None, config: str = "") -> Forked | None:
         """A new worker, or None when the template cannot make one (the caller starts a
         worker of its own). `zygote` is handed over (and closed here) only on success.
-        `config`: the batch's `RunConfig` as JSON; after its first fork the template
-        compiles that assignment's answer key, for the workers it forks later."""
+        `config`: the batch's `RunConfig` as JSON; before its first fork the template
+        compiles that assignment's answer key, for every worker it forks."""
         (in_r, in_w), (out_r, out_w) = os.pipe(), os.pipe()
         fds = [in_r, out_w] + ([zygote.fileno()] if zygote is not None else [])
         request = json.dumps({"level": level.value if level is not None and zygote is not None else "",
@@ -139,15 +139,29 @@ def main(control_fd: int) -> None:
         os._exit(1)
 
     gc.freeze()  # what is loaded now lives on in every worker
+    serve(control)
+    os._exit(0)
+
+
+def serve(control: socket.socket) -> None:
+    """Fork one worker per request on `control`, until the pool closes it. Before the first
+    fork, the batch's answer key is compiled (`workers.warm_key`, about 0.4 s of CPU), so that
+    every worker inherits it: compiled after the first fork, the first worker compiled it
+    again during its first submission, which delayed the batch's first result."""
+    from grader.batch import workers
+
     warmed = False
     while True:
         try:
             msg, fds, _flags, _addr = socket.recv_fds(control, 1 << 20, 3)
         except OSError:
-            break
+            return
         if not msg:
-            break
+            return
         request = _request(msg)
+        if not warmed:
+            warmed = True
+            workers.warm_key(str(request.get("config", "")))
         pid = os.fork()
         if pid == 0:
             _become_worker(control, fds, str(request.get("level", "")))
@@ -156,11 +170,7 @@ def main(control_fd: int) -> None:
         try:
             control.send(json.dumps({"pid": pid}).encode())
         except OSError:
-            break
-        if not warmed:  # the first worker boots meanwhile; the next ones are forked warm
-            warmed = True
-            workers.warm_key(str(request.get("config", "")))
-    os._exit(0)
+            return
 
 
 def _request(msg: bytes) -> dict[str, object]:
