@@ -274,6 +274,12 @@ def test_wrong_answer_gets_zero(question_id: str, answer: Any) -> None:
                 "zeros so the batch has the same shape.", 0.5),
     ("quiz.q6", "RNN phai xu ly tung token theo thu tu. Con attention nho multi-head, moi head chay mot token rieng nen "
                 "song song.", 0.5),
+    ("quiz.q4", "Khi train token nhìn được token tương lai nên học đường tắt. Còn lúc inference thì sẽ chậm hơn vì phải "
+                "tính attention cho cả token tương lai.", 0.5),
+    ("quiz.q6", "Attention tính cả sequence bằng nhân ma trận nên song song trên GPU. RNN chậm vì hidden state của nó "
+                "tốn O(n^2) memory.", 0.5),
+    ("quiz.q10", "Mask tests, a cap on seq_len, eval() so dropout is off, monitoring latency and OOM, and a rollback. The "
+                 "dtype doesn't really matter, PyTorch casts it.", 5 / 7),
     ("quiz.q10", "kiem thu mask", 1 / 7),
     ("quiz.q10", "test masks, limit length, eval(), dtype, monitoring latency, rollback", 1.0),  # six of seven: full
     ("quiz.q10", "test masks, limit length, eval(), dtype, monitoring, rollback, sdpa", 1.0),  # capped
@@ -660,6 +666,7 @@ WRONG_WITH_THE_WORDS = [
     ("quiz.q9", "Tại residual và FFN làm attention weight bị đổi giá trị sau đó, nên weight mình in ra bị sai số."),
     ("quiz.q4", "Causal mask làm cho model chỉ nhìn được các token tương lai; bỏ nó đi thì model nhìn vào quá khứ nên leak."),
     ("quiz.q2", "Chia sqrt(head_dim) là để mọi head có cùng độ lớn trước khi concat, không head nào át head nào."),
+    ("quiz.q4", "vi causal mask giup model nhin duoc ca token tuong lai nen hieu context tot hon, bo no di thi model thieu thong tin"),
     ("quiz.q2", "Why must the attention scores be divided by sqrt(head_dim)?"),
     ("quiz.q6", "Vì sao attention train parallel tốt hơn RNN?"),
 ]
