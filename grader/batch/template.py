@@ -144,10 +144,9 @@ def main(control_fd: int) -> None:
 
 
 def serve(control: socket.socket) -> None:
-    """Fork one worker per request on `control`, until the pool closes it. Before the first
-    fork, the batch's answer key is compiled (`workers.warm_key`, about 0.4 s of CPU), so that
-    every worker inherits it: compiled after the first fork, the first worker compiled it
-    again during its first submission, which delayed the batch's first result."""
+    """Fork one worker per request on `control`, until the pool closes it. The batch's answer
+    key is compiled before the first fork (`workers.warm_key`, about 0.4 s of CPU), so every
+    worker inherits it and none compiles it during its first submission."""
     from grader.batch import workers
 
     warmed = False
