@@ -668,6 +668,8 @@ WRONG_WITH_THE_WORDS = [
     ("quiz.q2", "Chia sqrt(head_dim) là để mọi head có cùng độ lớn trước khi concat, không head nào át head nào."),
     ("quiz.q4", "vi causal mask giup model nhin duoc ca token tuong lai nen hieu context tot hon, bo no di thi model thieu thong tin"),
     ("quiz.q10", "Self-attention có độ phức tạp O(n^2) theo độ dài chuỗi nên chạy chậm hơn RNN."),
+    ("quiz.q2", "Ta chia sqrt(d) để giảm gradient, vì gradient quá lớn làm softmax bão hòa và điểm bị explode."),
+    ("quiz.q2", "The point is to focus more sharply: after the division the softmax is closer to one-hot."),
     ("quiz.q2", "Why must the attention scores be divided by sqrt(head_dim)?"),
     ("quiz.q6", "Vì sao attention train parallel tốt hơn RNN?"),
 ]
