@@ -280,6 +280,13 @@ def test_wrong_answer_gets_zero(question_id: str, answer: Any) -> None:
                 "tốn O(n^2) memory.", 0.5),
     ("quiz.q10", "Mask tests, a cap on seq_len, eval() so dropout is off, monitoring latency and OOM, and a rollback. The "
                  "dtype doesn't really matter, PyTorch casts it.", 5 / 7),
+    ("quiz.q3", "The causal mask lets token i see only tokens 0..i. The padding mask is just there to make every "
+                "sentence the same length.", 0.5),
+    ("quiz.q9", "Weight cao không có nghĩa là nhân quả, và sau attention thì không còn lớp nào nữa nên weight là tất "
+                "cả.", 0.5),
+    ("quiz.q2", "Otherwise the softmax saturates and the gradients vanish. The sqrt comes from the number of heads: "
+                "more heads, bigger scores.", 0.5),
+    ("quiz.q2", "Không chia thì softmax bão hòa, gradient rất nhỏ; score lớn là vì nó bị nhân với số head.", 0.5),
     ("quiz.q10", "kiem thu mask", 1 / 7),
     ("quiz.q10", "test masks, limit length, eval(), dtype, monitoring latency, rollback", 1.0),  # six of seven: full
     ("quiz.q10", "test masks, limit length, eval(), dtype, monitoring, rollback, sdpa", 1.0),  # capped

@@ -276,6 +276,16 @@ def test_con_without_its_accent_is_no_clause_word_in_an_accented_answer() -> Non
     assert len(read("model thay token truoc nhung token sau thi khong").clauses) == 2  # "nhưng" (but)
 
 
+def test_con_as_still_or_the_rest_opens_no_clause() -> None:
+    # "không còn" (no more), "vẫn còn" (still), "còn lại" (the rest) are not "còn" (as for)
+    from grader.answers.text import read
+    assert len(read("sau attention thì không còn layer nào nữa").clauses) == 1
+    assert len(read("sau attention thi khong con layer nao nua").clauses) == 1
+    assert len(read("gradient vẫn còn đủ lớn để học").clauses) == 1
+    assert len(read("cái còn lại thì che token tương lai").clauses) == 1
+    assert len(read("padding mask che PAD, còn causal mask che tương lai").clauses) == 2
+
+
 def test_one_and_the_other_are_not_said_of_the_last_subject() -> None:
     text = "Cats and dogs differ. The cat is a pet, the dog too. One guards the house, the other chases mice."
     grade = _grade(text)

@@ -329,7 +329,8 @@ def _clauses(folded: str, original: str, accented: bool) -> Iterable[tuple[int, 
                 depth == 0 and char == "." and (i + 1 == len(folded) or folded[i + 1].isspace())):
             cuts += [i, i + 1]
     cuts += [m.start() for m in CLAUSE_WORD.finditer(folded) if (
-        _as_written(original, m, _CLAUSE_ACCENTED) if accented else not _PLURAL_NHUNG.search(folded, 0, m.end()))]
+        _as_written(original, m, _CLAUSE_ACCENTED) if accented else not _PLURAL_NHUNG.search(folded, 0, m.end()))
+        and not _ADVERB_CON.search(folded, 0, m.end()) and not _CON_LAI.match(folded, m.start())]
     cuts += [i for m in re.finditer(r"\s(?:->|=>)\s|→", folded) for i in m.span()]
     cuts = sorted(set(cuts + [len(folded)]))
     return ((a, b) for a, b in zip(cuts, cuts[1:]) if folded[a:b].strip(" \t.,;!?-*"))
@@ -338,6 +339,10 @@ def _clauses(folded: str, original: str, accented: bool) -> Iterable[tuple[int, 
 _PLURAL_NHUNG = re.compile(r"\b(?:ca|co|la|thay|nhin|voi|cua|cho|vao|tu|ve|cac) nhung\Z")
 """"nhung" without diacritics right after one of these words is "những" (the plural: "thấy cả
 những token sau"), not "nhưng" (but), which opens a clause."""
+_ADVERB_CON = re.compile(r"\b(?:khong|chang|ko|van|het|chi|cung|da|se|dang|chua|neu) con\Z")
+_CON_LAI = re.compile(r"con lai\b")
+""""còn" after "không", "vẫn", "chưa"... is "still" ("không còn layer nào": no more layers), and
+"còn lại" is "the rest": neither is "còn" (as for), which opens a clause."""
 
 
 _VI_MARKS = re.compile(r"[ăâđêôơưạảấầẩẫậắằẳẵặẹẻẽếềểễệỉịọỏốồổỗộớờởỡợụủứừửữựỳỵỷỹàáèéìíòóùúýõã]", re.I)
