@@ -4,12 +4,12 @@
     python benchmarks/round_trip.py              # 2000 requests of each kind, 3 rounds
     python benchmarks/round_trip.py --n 500 --sandbox process
 
-A grading worker sends about 225 requests per submission, and about 250 tensors cross each
-way. Each kind below runs N times against a trivial module in a real sandbox child; the
-worker's user and system CPU per request come from os.times(), the child's from the CPU the
-zygote reaped (`Connection.student_cpu_s`), less that of a child that answered a tenth as
-many (its fork, load and exit). Rounds repeat with nothing else changed, so their spread is
-this machine's noise.
+A grading worker sends about 163 requests per submission (225 before `obj.method(...)` became
+one request), and about 250 tensors cross each way. Each kind below runs N times against a
+trivial module in a real sandbox child; the worker's user and system CPU per request come
+from os.times(), the child's from the CPU the zygote reaped (`Connection.student_cpu_s`),
+less that of a child that answered a tenth as many (its fork, load and exit). Rounds repeat
+with nothing else changed, so their spread is this machine's noise.
 """
 
 from __future__ import annotations

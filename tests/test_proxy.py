@@ -91,6 +91,27 @@ def test_each_lookup_and_each_call_is_one_request(student: Student, requests: li
     assert [r["op"] for r in requests] == ["getattr", "call"]
 
 
+def test_a_method_seen_once_is_looked_up_and_called_in_one_request(student: Student, requests: list[dict]) -> None:
+    a, b = student.Net(3), student.Net(3)
+    requests.clear()
+    a.eval()
+    b.eval()
+    assert [r["op"] for r in requests] == ["getattr", "call", "call"]
+    assert requests[2].get("attr") == "eval"
+    assert a.label == "evaluated" and b.label == "evaluated"  # each object's own method ran
+
+
+def test_a_method_called_in_one_request_is_still_the_bound_method(student: Student) -> None:
+    a, b = student.Net(3), student.Net(3)
+    x = torch.ones(1, 3)
+    a.forward(x)  # forward is now known as a method of Net
+    method = b.forward
+    assert torch.equal(student.apply(method, x), b(x))  # sent back as b's bound method
+    assert "method" in repr(method)
+    with pytest.raises(TypeError):
+        student.Net(3).training()  # a value is not made a method: calling it fails as in Python
+
+
 def test_what_the_students_code_raises_arrives_as_its_type(student: Student) -> None:
     net = student.Net(3)
     with pytest.raises(RuntimeError) as info:

@@ -75,6 +75,9 @@ class Connection:
         """Figures handed to tests so far: at most MAX_FIGURES per submission."""
         self.fault: SandboxFailure | None = None
         """The sandbox's own failure, if one happened: this grading does not count."""
+        self.methods: set[tuple[str, str]] = set()
+        """(type name, attribute) pairs seen to be methods: `RemoteObject` calls them in one
+        round trip (`RemoteMethod`) instead of fetching the bound method first."""
 
     # -- lifecycle
 
@@ -287,6 +290,8 @@ def _call(conn: Connection, target: protocol.Target, args: tuple[Any, ...],
 
 
 def _handle_of(value: Any) -> wire.Handle:
+    if isinstance(value, RemoteMethod):
+        value = value.resolve()
     if isinstance(value, RemoteObject):
         handle: wire.Handle = value._handle
         return handle
@@ -335,8 +340,13 @@ class RemoteObject:
         if name.startswith("__"):
             raise AttributeError(name)
         self._check()
-        raw = self._conn.request(protocol.GetAttr(protocol.Target(handle=self._handle.id, attr=name)))
-        return _wrap(self._conn, wire.decode(raw))
+        kind = self._handle.type_name
+        if (kind, name) in self._conn.methods:
+            return RemoteMethod(self, name)
+        value = _fetch_attr(self, name)
+        if isinstance(value, RemoteObject) and value._handle.type_name in METHOD_TYPES:
+            self._conn.methods.add((kind, name))
+        return value
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         self._check()
@@ -344,6 +354,41 @@ class RemoteObject:
 
     def __repr__(self) -> str:
         return f"<student's {self._handle.type_name}>"
+
+
+METHOD_TYPES = frozenset({"method", "builtin_function_or_method", "method-wrapper"})
+"""Type names of the bound methods the child hands out."""
+
+
+def _fetch_attr(owner: RemoteObject, name: str) -> Any:
+    raw = owner._conn.request(protocol.GetAttr(protocol.Target(handle=owner._handle.id, attr=name)))
+    return _wrap(owner._conn, wire.decode(raw))
+
+
+class RemoteMethod:
+    """`obj.name` where that name was a method of objects of this type before: calling it
+    is one round trip (the child looks the method up and calls it); any other use fetches
+    the bound method itself, as `RemoteObject.__getattr__` does."""
+
+    def __init__(self, owner: RemoteObject, name: str) -> None:
+        self._owner, self._name = owner, name
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        owner = self._owner
+        owner._check()
+        return _call(owner._conn, protocol.Target(handle=owner._handle.id, attr=self._name), args, kwargs)
+
+    def resolve(self) -> Any:
+        self._owner._check()
+        return _fetch_attr(self._owner, self._name)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.resolve(), name)
+
+    def __repr__(self) -> str:
+        return repr(self.resolve())
 
 
 __all__ = ["Connection", "LoadOutcome", "MissingName", "RemoteObject", "Student",
