@@ -677,6 +677,7 @@ WRONG_WITH_THE_WORDS = [
     ("quiz.q10", "Self-attention có độ phức tạp O(n^2) theo độ dài chuỗi nên chạy chậm hơn RNN."),
     ("quiz.q2", "Ta chia sqrt(d) để giảm gradient, vì gradient quá lớn làm softmax bão hòa và điểm bị explode."),
     ("quiz.q2", "The point is to focus more sharply: after the division the softmax is closer to one-hot."),
+    ("quiz.q8", "Flash attention is faster because it caches the full attention matrix in GPU memory and never recomputes it."),
     ("quiz.q2", "Why must the attention scores be divided by sqrt(head_dim)?"),
     ("quiz.q6", "Vì sao attention train parallel tốt hơn RNN?"),
 ]
