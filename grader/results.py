@@ -7,9 +7,10 @@ never hold live objects: only str, numbers, bools, lists and dicts.
 
 from __future__ import annotations
 
+import copy
 import enum
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
@@ -293,22 +294,30 @@ def needs_review_count(result: SubmissionResult) -> int:
 
 
 def _submission_doc(result: SubmissionResult) -> dict[str, Any]:
-    doc = _plain(asdict(result))
+    doc = _plain(result)
     doc["exercises"] = [_exercise_doc(ex) for ex in doc["exercises"]]
     ordered = {k: doc[k] for k in ("student", "assignment", "score", "max_score", "exercises")}
     ordered.update({k: v for k, v in doc.items() if k not in ordered})
     return ordered
 
 
+_ATOMS = (str, int, float, bool, type(None))
+
+
 def _plain(value: Any) -> Any:
-    """`asdict`'s output with every enum member as its value (str for ours)."""
+    """What `asdict` gives, with every enum member as its value (str for ours), built in one
+    walk: `asdict` deep-copies every leaf, which cost more than the rest of writing a result."""
     if isinstance(value, enum.Enum):
         return value.value
+    if isinstance(value, _ATOMS):
+        return value
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
     if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
+        return {_plain(k): _plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return type(value)(_plain(v) for v in value)
-    return value
+    return copy.deepcopy(value)
 
 
 def _exercise_doc(doc: dict[str, Any]) -> dict[str, Any]:

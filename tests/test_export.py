@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import enum
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from result_samples import EXERCISE_IDS, all_samples, buggy, evil, full_marks, grader_failure
@@ -208,6 +210,31 @@ def test_a_rich_result_round_trips_through_its_json_document() -> None:
     assert test.outcome is Outcome.ERROR and test.evidence[0].kind is EvidenceKind.MISMATCH
     assert back.exercises[0].tests[1].visibility is Visibility.MESSAGE_ONLY
     assert "Outcome" not in text and "Visibility" not in text and "EvidenceKind" not in text
+
+
+def test_the_json_document_is_what_asdict_gives_with_enums_as_their_values() -> None:
+    # to_json_dict walks the dataclasses itself (asdict's deep copies cost more than the rest
+    # of writing a result): its document is asdict's, member for member, with each enum's value
+    def plain(value: Any) -> Any:
+        if isinstance(value, enum.Enum):
+            return value.value
+        if isinstance(value, dict):
+            return {k: plain(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return type(value)(plain(v) for v in value)
+        return value
+
+    for result in [_rich(), *all_samples()]:
+        expected = plain(dataclasses.asdict(result))
+        expected["exercises"] = list(expected["exercises"])
+        for ex in expected["exercises"]:
+            for test in ex["tests"]:
+                for key in ("needs_review", "review"):
+                    if test.get(key) is None:
+                        test.pop(key, None)
+        doc = result.to_json_dict()
+        assert doc == expected
+        assert json.dumps(doc["exercises"]) == json.dumps(expected["exercises"])  # key order too
 
 
 def test_outcomes_visibilities_and_kinds_read_and_print_as_their_values() -> None:

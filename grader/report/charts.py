@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from grader.report.formatting import as_float
@@ -88,8 +89,10 @@ class Bar:
     height: int
 
 
+@lru_cache(maxsize=4096)
 def color_for(t: float) -> str:
-    """Viridis at t in [0, 1], as #rrggbb."""
+    """Viridis at t in [0, 1], as #rrggbb. Cached: a class's heatmaps repeat few values (0 for
+    what a mask hides, 1/n for a row spread evenly), and a report draws hundreds of cells."""
     if math.isnan(t):
         return NAN_FILL
     t = min(1.0, max(0.0, t)) * (len(VIRIDIS) - 1)
