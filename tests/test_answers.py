@@ -678,6 +678,9 @@ WRONG_WITH_THE_WORDS = [
     ("quiz.q2", "Ta chia sqrt(d) để giảm gradient, vì gradient quá lớn làm softmax bão hòa và điểm bị explode."),
     ("quiz.q2", "The point is to focus more sharply: after the division the softmax is closer to one-hot."),
     ("quiz.q8", "Flash attention is faster because it caches the full attention matrix in GPU memory and never recomputes it."),
+    ("quiz.q2", "sqrt(d) giống temperature, chia cho nó để attention sharp hơn và tập trung vào một token."),
+    ("quiz.q6", "vi attention tach cau ra nhieu head, moi head chay tren 1 GPU khac nhau nen song song duoc"),
+    ("quiz.q9", "Vì trọng số attention đã đi qua FFN và residual nên bị biến đổi, không còn đúng nữa."),
     ("quiz.q2", "Why must the attention scores be divided by sqrt(head_dim)?"),
     ("quiz.q6", "Vì sao attention train parallel tốt hơn RNN?"),
 ]

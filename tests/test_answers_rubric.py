@@ -308,6 +308,7 @@ def test_no_before_a_vietnamese_word_is_it_not_a_negation_in_a_pattern() -> None
     assert not term("{not} (\\w+ )?causal").search("no la causal")
     assert term("{not} ... causal").search("no causal link")
     assert not term("{not} (\\w+ )?(biet|know)").search("vi no biet truoc dap an")  # "nó biết": it knows
+    assert not term("{not} ... sharp").search("chia cho no de attention sharp hon")  # "nó để": it, to
     assert not term("{not} (\\w+ )?(biết|know)", marked=True).search(code_marks("vì nó biết trước"))
 
 

@@ -149,7 +149,8 @@ what follows it in the clause is its picture, so an opposite's words there claim
 _FRAME = re.compile(r"\W*(?:" + _word_list(ANALOGIES + ("giống", "like", "just like", "kiểu như")).pattern + ")")
 NO_BEFORE_VI = ("la", "co", "se", "da", "dang", "chi", "cung", "bi", "duoc", "van", "thi", "lam", "khong",
                 "phai", "gay", "tinh", "nhin", "hoc", "sinh", "chua", "can", "rat", "that", "moi", "lai",
-                "biet", "giup", "chay", "thay", "dung", "muon", "tao", "lay", "giu", "xu", "hieu", "nghi", "tra")
+                "biet", "giup", "chay", "thay", "dung", "muon", "tao", "lay", "giu", "xu", "hieu", "nghi", "tra",
+                "de", "nen", "ra", "phu", "dua", "giong", "khac", "tro")
 """Words after which "no" is Vietnamese "nó" (it) in a pattern's `{not}` or gap: "không có nghĩa
 nó là causal" ("no la", never English). `negations` reads the answer as a whole instead."""
 
