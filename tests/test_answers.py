@@ -681,6 +681,7 @@ WRONG_WITH_THE_WORDS = [
     ("quiz.q2", "sqrt(d) giống temperature, chia cho nó để attention sharp hơn và tập trung vào một token."),
     ("quiz.q6", "vi attention tach cau ra nhieu head, moi head chay tren 1 GPU khac nhau nen song song duoc"),
     ("quiz.q9", "Vì trọng số attention đã đi qua FFN và residual nên bị biến đổi, không còn đúng nữa."),
+    ("quiz.q6", "Attention nhanh vì dùng dropout nên các token được tính độc lập với nhau."),
     ("quiz.q2", "Why must the attention scores be divided by sqrt(head_dim)?"),
     ("quiz.q6", "Vì sao attention train parallel tốt hơn RNN?"),
 ]

@@ -62,6 +62,17 @@ def test_reject_and_accept_both_said_is_a_conflict() -> None:
     assert grade.score == 0.5 and any("opposite" in r for r in grade.reasons)
 
 
+def test_an_accept_and_a_reject_that_cross_both_stand() -> None:
+    # "gradients are big" (the opposite) and "big ... saturates" (the point) share "big":
+    # neither holds the other, so neither is the reading alone: a conflict for a person
+    key = {"rubric": [{"points": 1.0, "concept": "large scores saturate the softmax",
+                       "accept": ["big ... saturat\\w*"], "reject": ["gradients? (\\w+ )?big"]}]}
+    crossed = grade_text("the gradients are big so the softmax saturates", key, 1.0)
+    assert crossed.score == 0.0 and crossed.reasons, crossed
+    held = grade_text("scores get big so the softmax saturates", key, 1.0)  # no rival: the point
+    assert held.score == 1.0 and not held.reasons, held
+
+
 def test_a_diacritic_that_makes_another_word_is_not_a_negation() -> None:
     # "chứa" (contains) is not "chưa" (not yet), though both fold to "chua"
     numbers = {"rubric": [{"points": 1, "concept": "holds numbers", "accept": ["số"]}]}
@@ -757,8 +768,11 @@ def test_overlapping_readings_are_settled_as_by_comparing_every_pair() -> None:
     from grader.answers.rubric import _claims
 
     def every_pair(matches: list[Match]) -> list[Match]:
-        return [m for m in matches if all(
-            m.end - m.start > o.end - o.start or (m.end - m.start == o.end - o.start and m.kind == "reject")
+        def holds_and_wins(o: Match, m: Match) -> bool:  # o holds m and is the reading
+            return o.start <= m.start and m.end <= o.end and (
+                o.end - o.start > m.end - m.start or (o.end - o.start == m.end - m.start and o.kind == "reject"))
+        return [m for m in matches if not any(
+            holds_and_wins(o, m)
             for o in matches if o.item == m.item and o.kind != m.kind and o.start < m.end and m.start < o.end)]
 
     rng = random.Random(7)

@@ -34,7 +34,8 @@ the full points, fewer earn their own). The rubric's data knows the lesson; this
    it ("can't compute the steps at the same time", "không biết token sau", "never has the future
    tokens available"). A point denied and followed by its own subject as a
    comparison's measure is said of that subject ("attention không có phụ thuộc tuần tự như RNN": the
-   RNN has it). Where an item's accept and reject matches overlap, the longer one is the reading. An
+   RNN has it). Where an item's accept and reject matches overlap, one that holds the other is the
+   reading (the longer); two that cross both stand, a conflict. An
    opposite in a clause opened by "instead of", "thay vì" (`answers_text.ALTERNATIVES`) is set aside,
    not claimed.
 4. An item scores when its point is said and neither its opposite nor a negated point is. The score
@@ -348,19 +349,29 @@ def _clause_claims(t: Text, at: int, claims: Sequence[Match]) -> bool:
 
 
 def _claims(matches: list[Match]) -> list[Match]:
-    """Where an item's accept and reject patterns overlap, the longer match is the reading
-    (a tie goes to the reject): "without scaling, softmax saturates" is not "scaling ... saturates"."""
+    """Where an item's accept and reject overlap, one that holds the other is the reading, the
+    longer (a tie goes to the reject): "without scaling, softmax saturates" is not "scaling ...
+    saturates". Two that cross (each runs past the other) both stand, a conflict a person reads:
+    in "vì gradient quá lớn sẽ làm softmax bị saturated", "gradient quá lớn" (large gradients,
+    an opposite) and "lớn ... saturated" (large scores saturate, the point) share a word."""
     kept, by_start = [], sorted(matches, key=lambda o: o.start)
     starts = [o.start for o in by_start]
     longest = max((o.end - o.start for o in matches), default=0)
     for m in matches:  # a rival starts less than the longest match's length before m (linear, not quadratic)
         nearby = by_start[bisect_left(starts, m.start - longest):bisect_left(starts, m.end)]
         rivals = [o for o in nearby if o.item == m.item and o.kind != m.kind and m.start < o.end]
-        length = m.end - m.start
-        if all(length > o.end - o.start or (length == o.end - o.start and m.kind == "reject")
-               for o in rivals):
+        if not any(_reads_over(o, m) for o in rivals):
             kept.append(m)
     return kept
+
+
+def _reads_over(o: Match, m: Match) -> bool:
+    """Whether `o`, an overlapping match of the other kind for the same item, is the reading
+    where `m` is."""
+    length, other = m.end - m.start, o.end - o.start
+    if o.start <= m.start and m.end <= o.end:  # o holds m
+        return other > length or (other == length and o.kind == "reject")
+    return False  # m holds o, or they cross
 
 
 def _words(*texts: str) -> set[str]:
