@@ -287,6 +287,8 @@ def test_wrong_answer_gets_zero(question_id: str, answer: Any) -> None:
     ("quiz.q2", "Otherwise the softmax saturates and the gradients vanish. The sqrt comes from the number of heads: "
                 "more heads, bigger scores.", 0.5),
     ("quiz.q2", "Không chia thì softmax bão hòa, gradient rất nhỏ; score lớn là vì nó bị nhân với số head.", 0.5),
+    ("quiz.q3", "The causal mask hides the tokens after the current one. The padding mask is what the dataloader uses "
+                "to make every sequence the same length.", 0.5),
     ("quiz.q10", "kiem thu mask", 1 / 7),
     ("quiz.q10", "test masks, limit length, eval(), dtype, monitoring latency, rollback", 1.0),  # six of seven: full
     ("quiz.q10", "test masks, limit length, eval(), dtype, monitoring, rollback, sdpa", 1.0),  # capped
@@ -682,6 +684,8 @@ WRONG_WITH_THE_WORDS = [
     ("quiz.q6", "vi attention tach cau ra nhieu head, moi head chay tren 1 GPU khac nhau nen song song duoc"),
     ("quiz.q9", "Vì trọng số attention đã đi qua FFN và residual nên bị biến đổi, không còn đúng nữa."),
     ("quiz.q6", "Attention nhanh vì dùng dropout nên các token được tính độc lập với nhau."),
+    ("quiz.q3", "Không cần mask nào cả vì softmax tự cho PAD và token tương lai weight gần 0; mask chỉ để tiết kiệm bộ nhớ."),
+    ("quiz.q8", "FlashAttention puts the whole attention matrix in SRAM instead of HBM, that is why it is faster."),
     ("quiz.q2", "Why must the attention scores be divided by sqrt(head_dim)?"),
     ("quiz.q6", "Vì sao attention train parallel tốt hơn RNN?"),
 ]
