@@ -289,6 +289,8 @@ def test_wrong_answer_gets_zero(question_id: str, answer: Any) -> None:
     ("quiz.q2", "Không chia thì softmax bão hòa, gradient rất nhỏ; score lớn là vì nó bị nhân với số head.", 0.5),
     ("quiz.q3", "The causal mask hides the tokens after the current one. The padding mask is what the dataloader uses "
                 "to make every sequence the same length.", 0.5),
+    ("quiz.q3", "The causal mask keeps each token from seeing later ones. The padding mask is mostly about making the "
+                "batch the same length.", 0.5),
     ("quiz.q10", "kiem thu mask", 1 / 7),
     ("quiz.q10", "test masks, limit length, eval(), dtype, monitoring latency, rollback", 1.0),  # six of seven: full
     ("quiz.q10", "test masks, limit length, eval(), dtype, monitoring, rollback, sdpa", 1.0),  # capped
