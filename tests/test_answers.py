@@ -688,6 +688,7 @@ WRONG_WITH_THE_WORDS = [
     ("quiz.q6", "Attention nhanh vì dùng dropout nên các token được tính độc lập với nhau."),
     ("quiz.q3", "Không cần mask nào cả vì softmax tự cho PAD và token tương lai weight gần 0; mask chỉ để tiết kiệm bộ nhớ."),
     ("quiz.q8", "FlashAttention puts the whole attention matrix in SRAM instead of HBM, that is why it is faster."),
+    ("quiz.q4", "Thiếu causal mask thì khi inference model đọc nhầm KV cache của request khác nên lộ dữ liệu."),
     ("quiz.q2", "Why must the attention scores be divided by sqrt(head_dim)?"),
     ("quiz.q6", "Vì sao attention train parallel tốt hơn RNN?"),
 ]
