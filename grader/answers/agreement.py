@@ -28,10 +28,10 @@ from grader.answers.grade import score_questions
 from grader.assignment import Question
 
 AGREE_WITHIN = 0.1
-SPLITS = ("tune", "heldout", "fresh", "blind", *(f"blind{n}" for n in range(2, 282)))
+SPLITS = ("tune", "heldout", "fresh", "blind", *(f"blind{n}" for n in range(2, 286)))
 """`tune`: what the key was tuned on; `heldout`: kept apart when it was written;
 `fresh`: written later, by a labeller who saw neither the key nor the other answers;
-`blind`, `blind2` ... `blind281`: each written after the key was last tuned, by a labeller who
+`blind`, `blind2` ... `blind285`: each written after the key was last tuned, by a labeller who
 saw neither it nor the other sets, and measured once before anything was changed knowing it
 (the first figures are in its file's header); after that, it is no longer blind."""
 LABELS = ("full", "partial", "zero")
