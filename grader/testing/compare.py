@@ -152,9 +152,22 @@ def heatmap_panel(
     m = matrix.detach().to("cpu", torch.float64)
     return {
         "label": label,
-        "matrix": [[round(float(v), 4) for v in row] for row in m[:16, :16]],
-        "masked": None if masked is None else [[bool(v) for v in row] for row in masked[:16, :16]],
+        "matrix": _rounded(m[:16, :16]),
+        "masked": None if masked is None else [[bool(v) for v in row] for row in _rows(masked[:16, :16])],
     }
+
+
+def _rows(t: torch.Tensor) -> list[Any]:
+    """A 2-D tensor's elements as Python numbers, row by row (`tolist`: one call, where
+    iterating made a tensor per element, about 2 us each)."""
+    if t.dim() != 2:
+        raise ValueError(f"expected a 2-D tensor, got {t.dim()}-D")
+    return list(t.tolist())
+
+
+def _rounded(t: torch.Tensor, limit: int = 16) -> list[list[float]]:
+    """A float64 2-D tensor's first `limit` x `limit` values, to 4 decimals."""
+    return [[round(v, 4) for v in row[:limit]] for row in _rows(t[:limit])]
 
 
 def show_figures(student: Any, feedback: Any, plot: Callable[[], object] | None = None,
@@ -186,9 +199,9 @@ def _small(t: torch.Tensor, limit: int = 8) -> Any:
     while t.dim() > 2:
         t = t[0]
     if t.dim() == 2:
-        return [[round(float(v), 4) for v in row[:limit]] for row in t[:limit]]
+        return _rounded(t, limit)
     if t.dim() == 1:
-        return [round(float(v), 4) for v in t[:limit]]
+        return [round(v, 4) for v in t[:limit].tolist()]
     return round(float(t), 4)
 
 
