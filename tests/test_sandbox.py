@@ -585,6 +585,22 @@ def test_a_shared_zygote_serves_each_connection_its_own_children(mode: str) -> N
             sb.stop()
 
 
+def test_a_notebook_child_imports_nothing_a_module_child_does_not(box: Sandbox) -> None:
+    """What IPython imports to run a notebook's cells is imported once, in the zygote, not
+    again by every notebook's child (`zygote`'s imports)."""
+    report = "import sys\ndef mods():\n    return sorted(sys.modules)\n"
+    module_child = box.spawn()
+    assert load(module_child, report)["ok"]
+    notebook_child = box.spawn()
+    loaded = notebook_child.request({"op": "load", "kind": "notebook", "filename": "attention.ipynb",
+                                     "cells": ["import torch\nx = torch.zeros(2)", "x.shape", report]}, 10)
+    assert loaded["ok"] and not loaded["value"].get("cell_errors"), loaded
+    extra = set(call(notebook_child, "mods")) - set(call(module_child, "mods"))
+    assert extra == set(), extra
+    module_child.close()
+    notebook_child.close()
+
+
 def test_the_zygote_prewarm_starts_no_thread_and_draws_no_random_number() -> None:
     """What the zygote runs before forking stays on the meta device: a CPU op could start
     torch's thread pool (forking a threaded process is unsafe) or move the generators."""

@@ -47,6 +47,7 @@ socket per grading worker when a batch shares this zygote): first a `Hello` (wit
 
 from __future__ import annotations
 
+import bdb  # noqa: F401 (see IPython.core.logger below)
 import gc
 import json
 import math
@@ -63,7 +64,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import IPython.core.interactiveshell  # noqa: F401
+# IPython.core.logger and bdb: what IPython imports on a notebook's first cell
+# (`run_cell` -> `shell.logger`, `run_code` -> `import bdb`); imported here, not again
+# in every notebook's child.
+import IPython.core.interactiveshell
+import IPython.core.logger  # noqa: F401
 import torch  # imported once here so every child starts warm
 
 from grader.sandbox import protocol, wire
