@@ -760,17 +760,23 @@ def run_pairs(subs: Path, out: Path, assignment: Path, jobs: int, sandbox: str,
               trees: dict[str, Path], pairs: int, n: int) -> dict[str, Any]:
     """Grade the same submissions with each grader tree (a folder holding `grader/`),
     `pairs` times, alternating the order (ABBA...), so both see the same machine load.
+    A tree that also holds the assignment's folder at the same place (`git archive HEAD
+    grader assignments reference`) grades with its own copy, so a change to the tests or
+    their support module is measured too; otherwise with `assignment`.
     Per run: tree CPU / N, CPU / N by role, wall, and the time to the first result.json
     (start-up plus one submission)."""
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in trees}
     names = list(trees)
+    own = {name: _own_assignment(assignment, trees[names[0]], root) for name, root in trees.items()}
+    for name, path in own.items():
+        print(f"[bench] {name} grades with {path}", file=sys.stderr)
     for i in range(pairs):
         for name in (names if i % 2 == 0 else names[::-1]):
             env = dict(os.environ)
             env["PYTHONPATH"] = os.pathsep.join(
                 filter(None, [str(trees[name]), os.environ.get("PYTHONPATH")]))
             print(f"[bench] pair {i + 1}/{pairs}: {name} ...", file=sys.stderr)
-            g = run_grade(subs, out / f"grade-{names.index(name)}", assignment, jobs, sandbox,
+            g = run_grade(subs, out / f"grade-{names.index(name)}", own[name], jobs, sandbox,
                           pss=False, env=env)
             roles = {role: cpu / n for role, (cpu, _) in (g["cpu_by_role"] or {}).items()}
             runs[name].append({"rc": g["rc"], "wall_s": g["wall_s"], "cpu_per_sub": g["tree_cpu_s"] / n,
@@ -780,6 +786,15 @@ def run_pairs(subs: Path, out: Path, assignment: Path, jobs: int, sandbox: str,
                   f"first result {g['first_result_s'] or 0:.2f} s, load {g['loadavg_before']}",
                   file=sys.stderr)
     return runs
+
+
+def _own_assignment(assignment: Path, first_root: Path, root: Path) -> Path:
+    """`assignment` as `root` holds it, at its place under `first_root`; else `assignment`."""
+    try:
+        mine = root / assignment.resolve().relative_to(first_root.resolve())
+    except ValueError:
+        return assignment
+    return mine if mine.is_file() else assignment
 
 
 def render_pairs(runs: dict[str, list[dict[str, Any]]], n: int, baseline_wall_n: float | None) -> str:

@@ -44,3 +44,19 @@ def test_baseline_runs_every_hidden_test(tmp_path: Path, monkeypatch: pytest.Mon
         assert re.match(rf"{hidden} passed\b", rows[sid]["summary"]), rows[sid]["summary"]
     assert manifest[2]["variant"] == "no_sqrt"
     assert rows["s002"]["rc"] == 1 and "error" not in rows["s002"]["summary"], rows["s002"]["summary"]
+
+
+def test_a_compared_tree_grades_with_its_own_copy_of_the_assignment(tmp_path: Path) -> None:
+    """`--compare DIR`: where DIR holds the assignment's folder too (`git archive HEAD grader
+    assignments reference`), its tests and support module are the ones measured."""
+    bench = _bench()
+    snap, before, bare = tmp_path / "snapshot", tmp_path / "before", tmp_path / "bare"
+    for root in (snap, before):
+        (root / "assignments" / "attention").mkdir(parents=True)
+        (root / "assignments" / "attention" / "assignment.yaml").write_text("id: attention\n")
+    (bare / "grader").mkdir(parents=True)
+    mine = snap / "assignments" / "attention" / "assignment.yaml"
+    assert bench._own_assignment(mine, snap, snap) == mine
+    assert bench._own_assignment(mine, snap, before) == before / "assignments" / "attention" / "assignment.yaml"
+    assert bench._own_assignment(mine, snap, bare) == mine
+    assert bench._own_assignment(ASSIGNMENT, snap, before) == ASSIGNMENT  # not under the snapshot
