@@ -19,6 +19,7 @@ from typing import Any
 import jsonschema
 import yaml
 
+from grader import yamltext
 from grader.environment import Environment, parse_environment
 from grader.errors import AssignmentError, AssignmentSchemaError, one_line
 from grader.limits import Limits
@@ -188,7 +189,7 @@ def _read_yaml(path: Path) -> Any:
     except (OSError, UnicodeDecodeError) as exc:
         raise AssignmentError(f"{path}: cannot read: {exc}") from None
     try:
-        return yaml.safe_load(text)
+        return yamltext.load(text)
     except yaml.YAMLError as exc:
         raise AssignmentError(f"{path}: not valid YAML: {yaml_problem(exc)}") from None
 

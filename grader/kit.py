@@ -25,7 +25,7 @@ from pathlib import Path
 
 import yaml
 
-from grader import __version__
+from grader import __version__, yamltext
 from grader.answers.submitted import template_answers
 from grader.assignment import Assignment
 from grader.report.files import write_text_atomic
@@ -37,7 +37,7 @@ TEMPLATE_NAME = "answers.template.yaml"
 
 
 def student_yaml(a: Assignment) -> str:
-    doc = yaml.safe_load(a.path.read_text(encoding="utf-8"))
+    doc = yamltext.load(a.path.read_text(encoding="utf-8"))
     for key in INSTRUCTOR_ONLY_KEYS:
         doc.pop(key, None)
     if a.support is not None and public_tests_use_support(a):

@@ -16,8 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from grader import yamltext
 from grader.answers.agreement import check_labelled
 from grader.answers.grade import check_key
 from grader.assignment import Assignment
@@ -57,7 +56,7 @@ class ValidationReport:
 def load_mutants(a: Assignment) -> list[Mutant]:
     if a.mutants is None:
         return []
-    doc = yaml.safe_load(a.mutants.read_text(encoding="utf-8")) or []
+    doc = yamltext.load(a.mutants.read_text(encoding="utf-8")) or []
     entries = doc.get("mutants", []) if isinstance(doc, dict) else doc
     return [_mutant(a, i, entry) for i, entry in enumerate(entries)]
 

@@ -78,3 +78,31 @@ def test_resolve_by_name_path_or_single_default(tmp_path):
 def test_visibility_after_a_date_reveals_on_that_day():
     assert assignment._visibility({"after": "2026-12-24"}, dt.date(2026, 12, 23)) == "hidden"
     assert assignment._visibility({"after": "2026-12-24"}, dt.date(2026, 12, 24)) == "visible"
+
+
+def test_every_yaml_file_the_grader_trusts_reads_the_same_with_libyaml():
+    """`yamltext` reads trusted YAML with libyaml's parser: every such file in the
+    repository (assignments, labelled answers, examples, fixtures) must give the
+    document the pure-Python parser gives."""
+    from grader import yamltext
+
+    repo = Path(__file__).resolve().parents[1]
+    files = [p for folder in ("assignments", "examples", "tests") for p in (repo / folder).rglob("*.y*ml")]
+    assert len(files) > 250
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        try:
+            expected = yaml.safe_load(text)
+        except yaml.YAMLError:
+            with pytest.raises(yaml.YAMLError):
+                yamltext.load(text)
+            continue
+        assert yamltext.load(text) == expected, path
+    assert yamltext.SafeLoader is getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def test_a_broken_trusted_file_still_says_where(tmp_path):
+    path = tmp_path / "assignment.yaml"
+    path.write_text("id: x\nexercises: [\n  - id: a\n")
+    with pytest.raises(AssignmentError, match=r"not valid YAML: line \d+, column \d+"):
+        assignment.load(path)

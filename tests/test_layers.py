@@ -21,7 +21,7 @@ import grader
 PACKAGE = Path(grader.__file__).parent
 LAYERS = [
     {"grader", "grader.config", "grader.errors", "grader.limits", "grader.results", "grader.figures",
-     "grader.assignment", "grader.environment"},
+     "grader.assignment", "grader.environment", "grader.yamltext"},
     {"grader.intake"},
     {"grader.sandbox"},
     {"grader.testing"},

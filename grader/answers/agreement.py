@@ -24,6 +24,7 @@ from typing import Any
 
 import yaml
 
+from grader import yamltext
 from grader.answers.grade import score_questions
 from grader.assignment import Question
 
@@ -76,7 +77,7 @@ class Scored:
 def load_labelled(path: Path, questions: Sequence[Question]) -> tuple[list[Labelled], list[str]]:
     """The labelled answers, and what is wrong with entries that cannot be used."""
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        doc = yamltext.load(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         return [], [f"{path.name}: cannot be read: {' '.join(str(exc).split())}"]
     if not isinstance(doc, list):

@@ -19,7 +19,7 @@ from typing import Any
 import torch
 import yaml
 
-from grader import __version__
+from grader import __version__, yamltext
 from grader.answers.grade import score_questions
 from grader.answers.submitted import load_answers
 from grader.assignment import Assignment, yaml_problem
@@ -159,7 +159,7 @@ def answer_key(path: Path | None) -> Mapping[str, Any] | None:
     if path is None:
         return None
     try:
-        key = yaml.safe_load(path.read_text(encoding="utf-8"))
+        key = yamltext.load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
         raise AssignmentError(f"{path}: the answer key is not valid YAML: {yaml_problem(exc)}") from None
     except (OSError, UnicodeDecodeError) as exc:

@@ -40,6 +40,7 @@ from typing import Any
 
 import yaml
 
+from grader import yamltext
 from grader.errors import UsageError
 from grader.results import (
     Evidence,
@@ -81,7 +82,7 @@ class Override:
 def read_overrides(path: Path) -> list[Override]:
     """Parse and check overrides.yaml; every error names the file and the key."""
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        doc = yamltext.load(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
         raise OverridesError(f"{path}: cannot read: {exc}") from None
     except yaml.YAMLError as exc:

@@ -33,6 +33,7 @@ from typing import Any
 
 import yaml
 
+from grader import yamltext
 from grader.report.files import write_text_atomic
 from grader.report.overrides import Override, read_overrides, strip_overrides
 from grader.results import SubmissionResult, TestResult
@@ -296,7 +297,7 @@ def save_decision(path: Path, question: str, students: Sequence[str],
     """Set (or with `points` None, remove) the override of `question` for each of
     `students` in overrides.yaml, keeping every other entry; written atomically (a
     temporary file, then os.replace), so a reader sees the old file or the new one."""
-    doc: Any = yaml.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else None
+    doc: Any = yamltext.load(path.read_text(encoding="utf-8")) if path.is_file() else None
     doc = doc if isinstance(doc, dict) else {}
     table = doc.get("students")
     if not isinstance(table, dict):

@@ -21,8 +21,7 @@ import textwrap
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-import yaml
-
+from grader import yamltext
 from grader.assignment import Assignment
 from grader.errors import AssignmentError
 from grader.intake.load import notebook_cells, read_source, read_text
@@ -45,7 +44,7 @@ def base_paths(a: Assignment | None, extra: Sequence[Path] = ()) -> list[Path]:
 
 
 def _yaml_base(a: Assignment) -> list[Path]:
-    doc = yaml.safe_load(a.path.read_text(encoding="utf-8")) or {}
+    doc = yamltext.load(a.path.read_text(encoding="utf-8")) or {}
     listed = (doc.get("similarity") or {}).get("base") or []
     paths = [(a.path.parent / rel).resolve() for rel in listed]
     for i, path in enumerate(paths):
